@@ -1,0 +1,172 @@
+// deconvjit: transposed convolution (ConvolutionBackpropData) compiled to x86-64 machine code at run time.
+//
+// Lifecycle (XNNPACK-like): describe -> resolve (validate + shape inference) -> compile (plan + JIT, cached)
+// -> pack_weights (once, at model load) -> execute (many times). No Xbyak or oneTBB types appear here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace deconvjit {
+
+const char* version();  // "MAJOR.MINOR.PATCH"; part of every kernel-cache key
+
+enum class DataFormat { NCX, NXC };
+// GOIX is GroupConvolutionBackpropData's weights [G, C_IN/G, C_OUT/G, K...] (rank = data rank + 1).
+enum class WeightsFormat { OIX, XIO, GOIX };
+enum class AutoPad { Explicit, Valid, SameUpper, SameLower };
+enum class DType { f32, bf16, f16 };
+// `best` means: the best ISA this CPU supports, capped by DECONVJIT_MAX_ISA.
+enum class Isa { best, avx2, avx512_core };
+
+const char* to_string(DataFormat);
+const char* to_string(WeightsFormat);
+const char* to_string(AutoPad);
+const char* to_string(DType);
+const char* to_string(Isa);
+
+// Every failure the library reports. `kind` lets tools map errors to exit codes.
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { InvalidDescriptor, Unsupported, IsaUnavailable, InvalidArgument, Io, Internal };
+  Error(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// A transposed convolution as the user states it. Empty lists mean "the default" (semantics.md section 2).
+struct Descriptor {
+  std::vector<int64_t> src;       // data shape, in data_format order
+  std::vector<int64_t> weights;   // weights shape, in weights_format order
+  std::vector<int64_t> strides, dilations, pads_begin, pads_end, output_padding;
+  AutoPad auto_pad = AutoPad::Explicit;
+  std::vector<int64_t> output_shape;  // empty = absent; spatial sizes, or the full output shape (dst_shape)
+  std::optional<int64_t> groups;      // absent = 1, or G of group-form weights
+  DataFormat data_format = DataFormat::NCX;
+  WeightsFormat weights_format = WeightsFormat::OIX;
+  DType dtype = DType::f32;
+  DType weights_dtype = DType::f32;   // must equal dtype; kept apart so a mismatch can be reported
+  std::string name;                   // carried along, not part of the identity
+};
+
+// JSON <-> Descriptor. Parsing rejects unknown fields and wrong types, naming the field.
+Descriptor descriptor_from_json(const std::string& json_text);
+std::string to_json(const Descriptor& d);  // defaults filled in, includes "name" when set
+// Canonical form: defaults filled, aliases resolved, fixed key order, no white space, no name.
+// Equal problems give byte-identical strings. Throws Error for an invalid descriptor.
+std::string canonical_json(const Descriptor& d);
+
+// The resolved problem: validation passed, pads and output sizes computed. Spatial vectors have one entry
+// per spatial axis, outermost first (Z, Y, X).
+struct Problem {
+  int spatial_rank = 0;  // 1, 2 or 3
+  int64_t batch = 0, c_in = 0, c_out = 0, groups = 1;
+  std::vector<int64_t> in, kernel, stride, dilation, pads_begin, pads_end, output_padding, out;
+  DataFormat data_format = DataFormat::NCX;
+  WeightsFormat weights_format = WeightsFormat::OIX;  // GOIX when the weights have the group form
+  DType dtype = DType::f32;
+  std::vector<int64_t> src_shape, weights_shape, dst_shape;  // in the user's layouts
+  std::string canonical;  // canonical_json of the descriptor
+
+  int64_t c_in_per_group() const { return c_in / groups; }
+  int64_t c_out_per_group() const { return c_out / groups; }
+  int64_t src_elements() const;
+  int64_t weights_elements() const;
+  int64_t dst_elements() const;
+  double flops() const;  // 2 * N * C_IN * (C_OUT/G) * prod(in) * prod(kernel)
+};
+
+// Validates and infers shapes. The only function that judges user input; throws Error(InvalidDescriptor)
+// whose message names the field and the values.
+Problem resolve(const Descriptor& d);
+
+// Tuning choices. Zero / empty means "let the heuristic decide". An autotuner sets these explicitly.
+struct TuningHints {
+  int ur_w = 0;          // output pixels per register block
+  int oc_vectors = 0;    // output-channel vectors per register block
+  int ic_unroll = 0;     // input-channel loop unroll
+  int x_split = 0;       // parts each output row is split into for threading
+  std::string algorithm; // "", "phase", "gemm", "depthwise", "dot"
+};
+
+struct Options {
+  Isa max_isa = Isa::best;   // a cap; DECONVJIT_MAX_ISA caps it further
+  bool use_cache = true;     // the in-memory kernel cache
+  TuningHints hints;
+};
+
+struct CacheStats {
+  uint64_t hits = 0, misses = 0;
+  size_t size = 0, capacity = 0;
+};
+CacheStats cache_stats();
+void cache_clear();
+void cache_set_capacity(size_t capacity);  // 0 disables the cache
+
+class Kernel;
+
+// Weights in the kernel's packed layout. Keep it next to the Kernel that made it.
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+  size_t size_bytes() const { return data_ ? bytes_ : 0; }
+  const float* data() const { return data_.get(); }
+  const std::string& kernel_name() const { return kernel_name_; }
+
+ private:
+  friend class Kernel;
+  std::shared_ptr<float> data_;
+  size_t bytes_ = 0;
+  std::string kernel_name_;
+};
+
+namespace detail { struct CompiledKernel; }
+
+// A compiled kernel. Cheap to copy; the code lives while any handle or cache entry holds it.
+class Kernel {
+ public:
+  Kernel() = default;
+  const Problem& problem() const;
+  const std::string& name() const;  // derived from the plan, e.g. deconv_f32_nxc_s2x2_k4x4_ur6x4__avx512_core
+  Isa isa() const;
+  std::string plan_text() const;    // the plan, printable (JSON)
+  const uint8_t* code() const;      // the generated machine code (read + execute memory)
+  size_t code_size() const;
+  double compile_ms() const;        // time the JIT took (0 when served from a cache)
+
+  PackedWeights pack_weights(const float* weights) const;  // weights in the descriptor's weights_format
+  // src, dst in the descriptor's data_format. Thread-safe; uses the caller's task_arena if any.
+  void execute(const float* src, const PackedWeights& weights, float* dst) const;
+  // Convenience: packs on the fly (slow for repeated calls).
+  void execute(const float* src, const float* weights, float* dst) const;
+
+  explicit operator bool() const { return static_cast<bool>(impl_); }
+  const detail::CompiledKernel* impl() const { return impl_.get(); }
+  explicit Kernel(std::shared_ptr<const detail::CompiledKernel> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<const detail::CompiledKernel> impl_;
+};
+
+Kernel compile(const Descriptor& d, const Options& options = {});
+
+// The ISA `compile` would use with these options on this CPU; throws Error(IsaUnavailable) if the requested
+// cap names an ISA the CPU lacks.
+Isa resolve_isa(Isa requested);
+bool isa_available(Isa isa);
+Isa isa_from_string(const std::string& s);  // "avx2", "avx512_core", "best"; throws InvalidArgument
+
+// The oracle: scalar, accumulates in double. src, weights, dst in the descriptor's layouts. Never fast.
+void reference(const Problem& p, const float* src, const float* weights, float* dst);
+// Same, also returning per-element sum of |x*w| (for tolerances); `abs_sum` has dst_elements() entries.
+void reference_with_bound(const Problem& p, const float* src, const float* weights, double* dst,
+                          double* abs_sum);
+
+}  // namespace deconvjit

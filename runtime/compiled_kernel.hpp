@@ -1,0 +1,33 @@
+// What a Kernel handle points at: the problem, its plan, the code, and the schedule derived from the plan.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "deconvjit/deconvjit.hpp"
+#include "jit/code_buffer.hpp"
+#include "jit/kernel_abi.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/schedule.hpp"
+
+namespace deconvjit::detail {
+
+struct CompiledKernel {
+  Problem problem;
+  Plan plan;
+  std::unique_ptr<jit::CodeBuffer> code;
+  std::array<std::vector<jit::KernelFn>, 2> fns;  // [block kind][width - 1]
+  Schedule schedule;
+  double compile_ms = 0;
+};
+
+// Emits the plan's code, maps it W^X and derives the schedule.
+std::shared_ptr<const CompiledKernel> build_kernel(const Problem& p, const Plan& plan);
+
+// Executes with packed weights; src and dst in the problem's data_format.
+void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst);
+// Packs user-layout weights into `out` (Plan::packed_weights_floats() floats).
+void pack_weights_into(const CompiledKernel& k, const float* weights, float* out);
+
+}  // namespace deconvjit::detail

@@ -1,0 +1,122 @@
+// compile(): resolve -> plan -> emit -> map, through the kernel cache; and the Kernel handle's methods.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "jit/deconv_direct.hpp"
+#include "runtime/compiled_kernel.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace deconvjit {
+namespace detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+bool verbose() {
+  static const bool v = [] {
+    const char* e = std::getenv("DECONVJIT_VERBOSE");
+    return e && *e && std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
+std::string hints_key(const TuningHints& h) {
+  return std::to_string(h.ur_w) + ',' + std::to_string(h.oc_vectors) + ',' +
+         std::to_string(h.ic_unroll) + ',' + std::to_string(h.x_split) + ',' + h.algorithm;
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledKernel> build_kernel(const Problem& p, const Plan& plan) {
+  const auto t0 = Clock::now();
+  auto k = std::make_shared<CompiledKernel>();
+  k->problem = p;
+  k->plan = plan;
+  const jit::EmittedCode code = jit::emit_direct(plan);
+  k->code = std::make_unique<jit::CodeBuffer>(code.bytes.data(), code.bytes.size());
+  for (int kind = 0; kind < 2; ++kind)
+    for (size_t off : code.entries[kind])
+      k->fns[kind].push_back(reinterpret_cast<jit::KernelFn>(
+          reinterpret_cast<uintptr_t>(k->code->data() + off)));
+  k->schedule = build_schedule(plan);
+  k->compile_ms = ms_since(t0);
+  return k;
+}
+
+}  // namespace detail
+
+CacheStats cache_stats() { return detail::KernelCache::instance().stats(); }
+void cache_clear() { detail::KernelCache::instance().clear(); }
+void cache_set_capacity(size_t c) { detail::KernelCache::instance().set_capacity(c); }
+
+Kernel compile(const Descriptor& d, const Options& options) {
+  const auto t0 = detail::Clock::now();
+  Problem p = resolve(d);
+  if (p.dtype != DType::f32)
+    throw Error(Error::Kind::Unsupported, std::string("dtype ") + to_string(p.dtype) +
+                                              " is not supported yet (only f32 is compiled)");
+  const Isa isa = resolve_isa(options.max_isa);
+  auto build = [&] { return detail::build_kernel(p, detail::make_plan(p, isa, options.hints)); };
+  detail::CacheLookup found;
+  if (options.use_cache) {
+    const std::string key = p.canonical + '|' + to_string(isa) + '|' + version() + '|' +
+                            detail::hints_key(options.hints);
+    found = detail::KernelCache::instance().get_or_build(key, build);
+  } else {
+    found.kernel = build();
+  }
+  if (detail::verbose())
+    std::fprintf(stderr, "deconvjit: compile %s cache=%s %.3f ms\n", found.kernel->plan.name.c_str(),
+                 found.hit ? "hit" : "miss", detail::ms_since(t0));
+  return Kernel(found.kernel);
+}
+
+const Problem& Kernel::problem() const { return impl_->problem; }
+const std::string& Kernel::name() const { return impl_->plan.name; }
+Isa Kernel::isa() const { return impl_->plan.isa; }
+std::string Kernel::plan_text() const { return impl_->plan.to_json(); }
+const uint8_t* Kernel::code() const { return impl_->code->data(); }
+size_t Kernel::code_size() const { return impl_->code->size(); }
+double Kernel::compile_ms() const { return impl_->compile_ms; }
+
+PackedWeights Kernel::pack_weights(const float* weights) const {
+  if (!impl_) throw Error(Error::Kind::InvalidArgument, "pack_weights on an empty Kernel");
+  if (!weights) throw Error(Error::Kind::InvalidArgument, "pack_weights: weights is null");
+  const size_t floats = static_cast<size_t>(impl_->plan.packed_weights_floats());
+  void* mem = nullptr;
+  if (posix_memalign(&mem, 64, std::max<size_t>(floats, 1) * sizeof(float)) != 0)
+    throw Error(Error::Kind::Internal, "out of memory packing weights");
+  PackedWeights pw;
+  pw.data_ = std::shared_ptr<float>(static_cast<float*>(mem), [](float* f) { std::free(f); });
+  pw.bytes_ = floats * sizeof(float);
+  pw.kernel_name_ = impl_->plan.name;
+  detail::pack_weights_into(*impl_, weights, pw.data_.get());
+  return pw;
+}
+
+void Kernel::execute(const float* src, const PackedWeights& w, float* dst) const {
+  if (!impl_) throw Error(Error::Kind::InvalidArgument, "execute on an empty Kernel");
+  if (!src || !dst || !w.data())
+    throw Error(Error::Kind::InvalidArgument, "execute: src, weights and dst must not be null");
+  if (w.kernel_name() != impl_->plan.name ||
+      w.size_bytes() != static_cast<size_t>(impl_->plan.packed_weights_floats()) * sizeof(float))
+    throw Error(Error::Kind::InvalidArgument, "execute: weights were packed for kernel '" +
+                                                  w.kernel_name() + "', not '" + impl_->plan.name + "'");
+  const auto t0 = detail::Clock::now();
+  detail::execute_kernel(*impl_, src, w.data(), dst);
+  if (detail::verbose())
+    std::fprintf(stderr, "deconvjit: execute %s %.3f ms\n", impl_->plan.name.c_str(),
+                 detail::ms_since(t0));
+}
+
+void Kernel::execute(const float* src, const float* weights, float* dst) const {
+  execute(src, pack_weights(weights), dst);
+}
+
+}  // namespace deconvjit

@@ -1,0 +1,36 @@
+// In-memory LRU of compiled kernels with single-flight compilation: concurrent requests for one key
+// compile once while the others wait; different keys compile in parallel (outside the lock).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/compiled_kernel.hpp"
+
+namespace deconvjit::detail {
+
+using KernelPtr = std::shared_ptr<const CompiledKernel>;
+
+struct CacheLookup {
+  KernelPtr kernel;
+  bool hit = false;
+};
+
+class KernelCache {
+ public:
+  static KernelCache& instance();
+  CacheLookup get_or_build(const std::string& key, const std::function<KernelPtr()>& build);
+  CacheStats stats() const;
+  void clear();
+  void set_capacity(size_t capacity);
+  size_t capacity() const;
+
+ private:
+  KernelCache();
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace deconvjit::detail

@@ -1,0 +1,60 @@
+// Weights from the user's format (OIX, XIO, GOIX) into the plan's layout:
+// [group][channel block][kz][ky][kx][ic][vectors * lanes], zero-padded past the last channel.
+#include <tbb/parallel_for.h>
+
+#include <array>
+
+#include "runtime/compiled_kernel.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+struct UserWeights {
+  const float* w;
+  WeightsFormat fmt;
+  int64_t c_in, ic_g, oc_g, taps;  // taps = prod(kernel)
+
+  float at(int64_t g, int64_t ic, int64_t oc, int64_t k) const {
+    if (fmt == WeightsFormat::XIO) return w[(k * oc_g + oc) * c_in + g * ic_g + ic];
+    return w[((g * ic_g + ic) * oc_g + oc) * taps + k];  // OIX and GOIX share this memory order
+  }
+};
+
+}  // namespace
+
+void pack_weights_into(const CompiledKernel& k, const float* weights, float* out) {
+  const Problem& p = k.problem;
+  const Plan& pl = k.plan;
+  std::array<int64_t, 3> kd{1, 1, 1};  // the user's kernel dims, z y x
+  for (int i = 0; i < p.spatial_rank; ++i) kd[3 - p.spatial_rank + i] = p.kernel[i];
+  const UserWeights uw{weights, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
+                       kd[0] * kd[1] * kd[2]};
+  const bool gemm = pl.algorithm == Algorithm::gemm;
+  const int64_t kx_v = pl.axes[2].kernel;  // 1 when x is folded into the channels
+  const int64_t ic_g = pl.ic_per_group;
+  const int64_t block_main = kd[0] * kd[1] * kx_v * ic_g * pl.main.vectors * pl.lanes;
+  const int64_t group_floats = pl.packed_weights_floats() / pl.groups;
+
+  tbb::parallel_for(int64_t{0}, pl.groups * pl.oc_blocks, [&](int64_t t) {
+    const int64_t g = t / pl.oc_blocks, ob = t % pl.oc_blocks;
+    const BlockKind& bk = ob == pl.oc_blocks - 1 ? pl.last : pl.main;
+    const int64_t width = int64_t{bk.vectors} * pl.lanes;
+    float* dst = out + g * group_floats + ob * block_main;
+    for (int64_t kz = 0; kz < kd[0]; ++kz)
+      for (int64_t ky = 0; ky < kd[1]; ++ky)
+        for (int64_t kxv = 0; kxv < kx_v; ++kxv)
+          for (int64_t ic = 0; ic < ic_g; ++ic)
+            for (int64_t c = 0; c < width; ++c) {
+              const int64_t ocv = ob * pl.main.vectors * pl.lanes + c;
+              float v = 0.f;
+              if (ocv < pl.oc_per_group) {
+                const int64_t kx = gemm ? ocv / uw.oc_g : kxv;
+                const int64_t oc = gemm ? ocv % uw.oc_g : ocv;
+                v = uw.at(g, ic, oc, (kz * kd[1] + ky) * kd[2] + kx);
+              }
+              *dst++ = v;
+            }
+  });
+}
+
+}  // namespace deconvjit::detail

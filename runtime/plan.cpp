@@ -1,0 +1,203 @@
+#include "runtime/plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/cpu.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+// Work below this runs on the calling thread: a TBB fork costs more than the arithmetic.
+constexpr double kSerialFlops = 2e6;
+// Tasks to aim for, so that up to 64 threads balance.
+constexpr int64_t kTargetTasks = 256;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Axis make_axis(const Problem& p, int i) {
+  Axis a;
+  a.in = p.in[i];
+  a.kernel = p.kernel[i];
+  a.stride = p.stride[i];
+  a.dilation = p.dilation[i];
+  a.pad_begin = p.pads_begin[i];
+  a.out = p.out[i];
+  const int64_t g = std::gcd(a.stride, a.dilation);
+  a.tap_k_step = a.stride / g;
+  a.tap_i_step = a.dilation / g;
+  return a;
+}
+
+// kernel == stride on x with no overlap, no crop and no extension: every input pixel owns one
+// contiguous run of Kx output pixels, so x folds into the channel dimension (a plain GEMM).
+bool gemm_applies(const Problem& p, const Axis& x) {
+  return p.groups == 1 && x.kernel == x.stride && x.dilation == 1 && x.pad_begin == 0 &&
+         x.out == x.in * x.stride;
+}
+
+void check_hint(bool ok, const std::string& what) {
+  if (!ok) throw Error(Error::Kind::InvalidArgument, "tuning hint rejected: " + what);
+}
+
+// Register budget: accumulators ur_w*nv, nv weight vectors, broadcast registers.
+int max_ur_w(Isa isa, int nv) {
+  const int bcast = isa == Isa::avx512_core ? 2 : 1;
+  return (vector_registers(isa) - nv - bcast) / nv;
+}
+
+void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
+  const bool z = pl.isa == Isa::avx512_core;
+  int nv = z ? 4 : 2;
+  if (n_vec < nv) nv = static_cast<int>(n_vec);
+  if (z && n_vec % 4 != 0 && n_vec % 3 == 0) nv = 3;
+  if (h.oc_vectors) nv = h.oc_vectors;
+  check_hint(nv >= 1 && max_ur_w(pl.isa, nv) >= 1, "oc_vectors " + std::to_string(nv) +
+                                                        " does not fit the register file");
+  int ur = std::min(max_ur_w(pl.isa, nv), z ? 28 : 12);
+  if (nv == 4 && z) ur = 6;  // 24 accumulators leave room for weights and two broadcasts
+  const Axis& x = pl.axes[2];
+  const int64_t q_max = ceil_div(x.out, x.stride);
+  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, q_max)));
+  if (h.ur_w) {
+    check_hint(h.ur_w >= 1 && h.ur_w <= max_ur_w(pl.isa, nv),
+               "ur_w " + std::to_string(h.ur_w) + " with " + std::to_string(nv) +
+                   " vectors does not fit the register file");
+    ur = h.ur_w;
+  }
+  pl.oc_vectors = nv;
+  pl.ur_w = ur;
+  pl.ic_unroll = h.ic_unroll ? h.ic_unroll : static_cast<int>(std::min<int64_t>(4, pl.ic_per_group));
+  check_hint(pl.ic_unroll >= 1 && pl.ic_unroll <= 64, "ic_unroll must be in [1, 64]");
+}
+
+BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
+  BlockKind k;
+  k.vectors = vectors;
+  k.mask_lanes = mask_lanes;
+  k.wei_ic_step = int64_t{vectors} * pl.lanes;
+  const int64_t per_tap = pl.ic_per_group * k.wei_ic_step;
+  const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
+  k.wei_tap_step[2] = ax.tap_k_step * per_tap;
+  k.wei_tap_step[1] = ay.tap_k_step * ax.kernel * per_tap;
+  k.wei_tap_step[0] = az.tap_k_step * ay.kernel * ax.kernel * per_tap;
+  return k;
+}
+
+void choose_threading(Plan& pl, const Problem& p, const TuningHints& h) {
+  pl.parallel = p.flops() >= kSerialFlops;
+  const int64_t rows = pl.groups * pl.oc_blocks * pl.batch * pl.axes[0].out * pl.axes[1].out;
+  const Axis& x = pl.axes[2];
+  const int64_t q_max = ceil_div(x.out, x.stride);
+  int64_t split = 1;
+  if (rows < kTargetTasks) {
+    split = ceil_div(kTargetTasks, rows);
+    split = std::min(split, std::max<int64_t>(1, q_max / (2 * pl.ur_w)));
+  }
+  if (h.x_split) split = h.x_split;
+  check_hint(split >= 1 && split <= 4096, "x_split must be in [1, 4096]");
+  pl.x_split = static_cast<int>(split);
+}
+
+std::string join_x(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "x" : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string make_name(const Plan& pl, const Problem& p) {
+  std::ostringstream os;
+  os << "deconv_" << deconvjit::to_string(p.dtype) << '_'
+     << (p.data_format == DataFormat::NXC ? "nxc" : "ncx") << "_s" << join_x(p.stride) << "_k"
+     << join_x(p.kernel);
+  if (pl.groups > 1) os << "_g" << pl.groups;
+  if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
+  os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
+  return os.str();
+}
+
+}  // namespace
+
+const char* to_string(Algorithm a) { return a == Algorithm::gemm ? "gemm" : "direct"; }
+
+int64_t Plan::packed_weights_floats() const {
+  const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
+  const int64_t per_vec = taps * ic_per_group * lanes;
+  const int64_t per_group = ((oc_blocks - 1) * main.vectors + last.vectors) * per_vec;
+  return groups * per_group;
+}
+
+Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
+  Plan pl;
+  pl.isa = isa;
+  pl.lanes = vector_lanes(isa);
+  pl.user_layout = p.data_format;
+  const int off = 3 - p.spatial_rank;
+  for (int i = 0; i < p.spatial_rank; ++i) pl.axes[off + i] = make_axis(p, i);
+  pl.batch = p.batch;
+  pl.groups = p.groups;
+  pl.ic_per_group = p.c_in_per_group();
+  pl.src_channels = p.c_in;
+  pl.oc_per_group = p.c_out_per_group();
+  pl.dst_channels = p.c_out;
+
+  Axis& x = pl.axes[2];
+  const bool gemm = h.algorithm.empty() ? gemm_applies(p, x) : h.algorithm == "gemm";
+  check_hint(h.algorithm.empty() || h.algorithm == "direct" || h.algorithm == "gemm",
+             "algorithm '" + h.algorithm + "' is not available (direct, gemm)");
+  check_hint(!gemm || gemm_applies(p, x), "algorithm gemm needs G=1 and kernel == stride on x "
+                                          "with dilation 1 and no padding");
+  if (gemm) {
+    pl.algorithm = Algorithm::gemm;
+    pl.oc_per_group *= x.kernel;
+    pl.dst_channels *= x.kernel;
+    x.out = x.in;
+    x.kernel = x.stride = 1;
+  }
+
+  const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
+  choose_tile(pl, h, n_vec);
+  pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
+  pl.main = make_kind(pl, pl.oc_vectors, 0);
+  const int last_vectors = static_cast<int>(n_vec - (pl.oc_blocks - 1) * pl.oc_vectors);
+  pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
+  if (pl.oc_blocks == 1) pl.main = pl.last;
+
+  const Axis &az = pl.axes[0], &ay = pl.axes[1];
+  pl.src_pix_stride = pl.src_channels;
+  pl.src_tap_step[2] = -x.tap_i_step * pl.src_channels;
+  pl.src_tap_step[1] = -ay.tap_i_step * x.in * pl.src_channels;
+  pl.src_tap_step[0] = -az.tap_i_step * ay.in * x.in * pl.src_channels;
+  pl.dst_pix_stride = x.stride * pl.dst_channels;
+
+  choose_threading(pl, p, h);
+  pl.name = make_name(pl, p);
+  return pl;
+}
+
+std::string Plan::to_json() const {
+  nlohmann::ordered_json j;
+  j["name"] = name;
+  j["isa"] = deconvjit::to_string(isa);
+  j["algorithm"] = to_string(algorithm);
+  j["layout"] = user_layout == DataFormat::NXC ? "nxc" : "ncx (via nxc scratch)";
+  j["ur_w"] = ur_w;
+  j["oc_vectors"] = oc_vectors;
+  j["ic_unroll"] = ic_unroll;
+  j["x_split"] = x_split;
+  j["parallel"] = parallel;
+  j["oc_blocks"] = oc_blocks;
+  j["last_block"] = {{"vectors", last.vectors}, {"mask_lanes", last.mask_lanes}};
+  j["reduction"] = ic_per_group;
+  for (int i = 0; i < 3; ++i) {
+    const Axis& a = axes[i];
+    j["axes"].push_back({{"in", a.in}, {"kernel", a.kernel}, {"stride", a.stride},
+                         {"dilation", a.dilation}, {"pad_begin", a.pad_begin}, {"out", a.out}});
+  }
+  return j.dump();
+}
+
+}  // namespace deconvjit::detail

@@ -1,0 +1,75 @@
+// Problem x ISA x hints -> Plan. Every decision the kernel and the executor follow lives here; the emitter
+// and the executor only read it. A Plan is immutable once made, printable, and can be built from explicit
+// choices (TuningHints) as well as by the default heuristic.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "deconvjit/deconvjit.hpp"
+
+namespace deconvjit::detail {
+
+// direct: stride-phase decomposition, each phase a dense stride-1 correlation over its own taps.
+// gemm:   kernel == stride on the innermost axis, no padding: the x taps fold into the channel
+//         dimension, so each input pixel produces one contiguous run of Kx*C_OUT outputs.
+enum class Algorithm { direct, gemm };
+const char* to_string(Algorithm a);
+
+// One spatial axis of the computation after folding (1D and 2D problems get unit outer axes).
+struct Axis {
+  int64_t in = 1, kernel = 1, stride = 1, dilation = 1, pad_begin = 0, out = 1;
+  // Taps of one output phase form an arithmetic progression: kernel index += tap_k_step, input
+  // index -= tap_i_step. (With g = gcd(stride, dilation): tap_k_step = stride/g, tap_i_step = dilation/g.)
+  int64_t tap_k_step = 1, tap_i_step = 1;
+};
+
+// A register-block kind: the full-width one, and the last block along the channel vectors (fewer vectors
+// and/or a masked last vector). Emitted once per pixel count 1..ur_w.
+struct BlockKind {
+  int vectors = 0;      // output-channel vectors held per pixel
+  int mask_lanes = 0;   // lanes of the last vector that are real (0 = all)
+  std::array<int64_t, 3> wei_tap_step{};  // floats between consecutive taps of a phase (z, y, x)
+  int64_t wei_ic_step = 0;                // floats between consecutive input channels
+};
+
+struct Plan {
+  Isa isa = Isa::avx2;
+  int lanes = 8;
+  Algorithm algorithm = Algorithm::direct;
+  DataFormat user_layout = DataFormat::NXC;  // NCX runs through NXC scratch buffers
+
+  // Register tile and loops (the tunables).
+  int ur_w = 1;          // output pixels per register block
+  int oc_vectors = 1;    // channel vectors per register block (BlockKind main)
+  int ic_unroll = 1;     // input-channel loop unroll
+  int x_split = 1;       // parts each output row is cut into, for threading
+  bool parallel = true;  // false: tiny problems run on the calling thread
+
+  // Geometry, axes z, y, x (virtual: after folding for gemm).
+  std::array<Axis, 3> axes;
+  int64_t batch = 1, groups = 1;
+  int64_t ic_per_group = 1;     // reduction length of one call
+  int64_t src_channels = 1;     // channels per source pixel (C_IN)
+  int64_t oc_per_group = 1;     // vector-dimension length per group (C_OUT/G, or Kx*C_OUT for gemm)
+  int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
+  int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
+  BlockKind main, last;         // last == main when there is no tail
+
+  // Strides the emitter bakes in (floats).
+  int64_t src_pix_stride = 1;               // between consecutive output pixels of a phase
+  int64_t dst_pix_stride = 1;
+  std::array<int64_t, 3> src_tap_step{};    // between consecutive taps of a phase (negative)
+
+  std::string name;
+
+  bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
+  int64_t packed_weights_floats() const;
+  std::string to_json() const;
+};
+
+// The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
+Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
+
+}  // namespace deconvjit::detail

@@ -1,0 +1,108 @@
+#include "runtime/schedule.hpp"
+
+#include <algorithm>
+
+namespace deconvjit::detail {
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div_signed(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// A run of consecutive pixels of one phase with identical tap pattern.
+struct Run {
+  int64_t o_first, q_count;
+  AxisTaps taps;  // of the first pixel; i0 advances by one per pixel
+};
+
+std::vector<Run> row_runs(const Axis& x) {
+  std::vector<Run> runs;
+  for (int64_t r = 0; r < x.stride; ++r) {
+    const int64_t q_lo = ceil_div_signed(x.pad_begin - r, x.stride);
+    const int64_t q_hi = floor_div(x.out - 1 + x.pad_begin - r, x.stride);
+    for (int64_t q = q_lo; q <= q_hi; ++q) {
+      const int64_t o = q * x.stride + r - x.pad_begin;
+      const AxisTaps t = axis_taps(x, o);
+      if (!runs.empty()) {
+        Run& b = runs.back();
+        const bool same_phase = o == b.o_first + b.q_count * x.stride;
+        const bool same_taps = t.count == b.taps.count && t.k0 == b.taps.k0 &&
+                               (t.count == 0 || t.i0 == b.taps.i0 + b.q_count);
+        if (same_phase && same_taps) {
+          ++b.q_count;
+          continue;
+        }
+      }
+      runs.push_back({o, 1, t});
+    }
+  }
+  return runs;
+}
+
+void emit_piece(std::vector<Segment>& out, const Run& run, int64_t first, int64_t count, int ur_w,
+                int64_t stride) {
+  while (count > 0) {
+    Segment s;
+    s.o_first = run.o_first + first * stride;
+    s.ntaps = run.taps.count;
+    s.ix0 = run.taps.count ? run.taps.i0 + first : 0;
+    s.kx0 = run.taps.k0;
+    const int64_t full = count / ur_w;
+    s.width = full ? ur_w : static_cast<int32_t>(count);
+    s.nblocks = full ? full : 1;
+    const int64_t used = s.width * s.nblocks;
+    out.push_back(s);
+    first += used;
+    count -= used;
+  }
+}
+
+}  // namespace
+
+AxisTaps axis_taps(const Axis& a, int64_t o) {
+  AxisTaps t;
+  const int64_t shifted = o + a.pad_begin;
+  const int64_t r = shifted - floor_div(shifted, a.stride) * a.stride;
+  const int64_t q = (shifted - r) / a.stride;
+  int64_t k0 = -1;
+  for (int64_t k = 0; k < a.tap_k_step && k < a.kernel; ++k)
+    if ((k * a.dilation) % a.stride == r) {
+      k0 = k;
+      break;
+    }
+  if (k0 < 0) return t;
+  const int64_t n_taps = (a.kernel - 1 - k0) / a.tap_k_step + 1;
+  const int64_t base = q + (r - k0 * a.dilation) / a.stride;  // input index of tap 0
+  const int64_t j_lo = std::max<int64_t>(0, ceil_div_signed(base - (a.in - 1), a.tap_i_step));
+  const int64_t j_hi = std::min<int64_t>(n_taps - 1, floor_div(base, a.tap_i_step));
+  if (j_hi < j_lo) return t;
+  t.count = j_hi - j_lo + 1;
+  t.i0 = base - j_lo * a.tap_i_step;
+  t.k0 = k0 + j_lo * a.tap_k_step;
+  return t;
+}
+
+Schedule build_schedule(const Plan& pl) {
+  Schedule s;
+  for (int64_t o = 0; o < pl.axes[0].out; ++o) s.z.push_back(axis_taps(pl.axes[0], o));
+  for (int64_t o = 0; o < pl.axes[1].out; ++o) s.y.push_back(axis_taps(pl.axes[1], o));
+  const Axis& x = pl.axes[2];
+  const std::vector<Run> runs = row_runs(x);
+  const int64_t total = x.out;
+  const int64_t part_size = (total + pl.x_split - 1) / pl.x_split;
+  s.parts.resize(pl.x_split);
+  int64_t done = 0;
+  for (const Run& run : runs) {
+    int64_t first = 0;
+    while (first < run.q_count) {
+      const int64_t part = std::min<int64_t>(done / part_size, pl.x_split - 1);
+      const int64_t room = part == pl.x_split - 1 ? run.q_count : (part + 1) * part_size - done;
+      const int64_t n = std::min(room, run.q_count - first);
+      emit_piece(s.parts[part], run, first, n, pl.ur_w, x.stride);
+      first += n;
+      done += n;
+    }
+  }
+  return s;
+}
+
+}  // namespace deconvjit::detail

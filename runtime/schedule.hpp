@@ -1,0 +1,34 @@
+// What the executor walks: for every output coordinate of the outer axes, the valid taps; for every part
+// of an output row, the segments of pixels that share one tap pattern. Derived from the Plan once, at
+// compile time, so execution does no index arithmetic beyond pointer offsets.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/plan.hpp"
+
+namespace deconvjit::detail {
+
+// Valid taps of one output coordinate: `count` taps starting at kernel index k0 / input index i0.
+struct AxisTaps {
+  int64_t count = 0, i0 = 0, k0 = 0;
+};
+
+// `nblocks` register blocks of `width` pixels, consecutive in one phase, with the same x taps.
+struct Segment {
+  int64_t o_first = 0;  // output x of the first pixel
+  int64_t ix0 = 0, kx0 = 0, ntaps = 0;
+  int32_t width = 1;
+  int64_t nblocks = 1;
+};
+
+struct Schedule {
+  std::vector<AxisTaps> z, y;              // indexed by output coordinate
+  std::vector<std::vector<Segment>> parts; // one list per x part; together they cover the row once
+};
+
+AxisTaps axis_taps(const Axis& a, int64_t o);
+Schedule build_schedule(const Plan& plan);
+
+}  // namespace deconvjit::detail
