@@ -108,7 +108,7 @@ class DirectGenerator : public Generator {
     L(lx);
     emit_ic_loop();
     // The ic loop left r_sx / r_wx one whole reduction further on; step to the next tap from there.
-    add_imm(r_sx, (pl_.src_tap_step[2] - pl_.ic_per_group) * kFloat, r_ic);
+    add_imm(r_sx, (pl_.src_tap_step[2] - pl_.ic_per_group * pl_.src_ic_stride) * kFloat, r_ic);
     add_imm(r_wx, (bk_->wei_tap_step[2] - pl_.ic_per_group * bk_->wei_ic_step) * kFloat, r_ic);
     dec(r_cx);
     jnz(lx, T_NEAR);
@@ -147,7 +147,7 @@ class DirectGenerator : public Generator {
   }
 
   void advance_ic(int n) {
-    add(r_sx, n * kFloat);
+    add_imm(r_sx, n * pl_.src_ic_stride * kFloat, r_ic);
     add_imm(r_wx, n * bk_->wei_ic_step * kFloat, r_ic);
   }
 
@@ -155,14 +155,36 @@ class DirectGenerator : public Generator {
   void emit_ic_step(int k) {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
     for (int v = 0; v < nv_; ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
+    if (pl_.algorithm == detail::Algorithm::depthwise) return emit_depthwise_step();
     for (int p = 0; p < w_; ++p) {
-      const int64_t sofs = (p * pl_.src_pix_stride + k) * kFloat;
+      const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * kFloat;
       vbroadcastss(bvec(p), ptr[r_sx + sofs]);
       for (int v = 0; v < nv_; ++v) vfmadd231ps(acc(p, v), wvec(v), bvec(p));
     }
   }
 
+  // Depthwise: the channels are the vector lanes, so inputs are whole vectors, not broadcasts. The last
+  // vector of a tail block is loaded under the mask: past the last channel may lie past the buffer.
+  void emit_depthwise_step() {
+    for (int p = 0; p < w_; ++p)
+      for (int v = 0; v < nv_; ++v) {
+        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * kFloat];
+        const bool masked = bk_->mask_lanes && v == nv_ - 1;
+        if (!masked) {
+          vfmadd231ps(acc(p, v), wvec(v), a);
+        } else if (zmm()) {
+          vmovups(Zmm(bvec(0).getIdx()) | k1 | T_z, a);
+          vfmadd231ps(acc(p, v), wvec(v), bvec(0));
+        } else {
+          vmovups(bvec(0), ptr[rip + l_mask_]);
+          vmaskmovps(Ymm(bvec(0).getIdx()), Ymm(bvec(0).getIdx()), a);
+          vfmadd231ps(acc(p, v), wvec(v), bvec(0));
+        }
+      }
+  }
+
   void emit_store() {
+    if (pl_.dst_c != 1) return emit_scatter_store();
     const bool masked = bk_->mask_lanes != 0;
     if (masked && !zmm()) vmovups(wvec(0), ptr[rip + l_mask_]);
     mov(r_sx, r_dst);
@@ -182,18 +204,42 @@ class DirectGenerator : public Generator {
     }
   }
 
+  // Channel-strided (NCX) output: each vector's lanes land dst_c floats apart. A scatter clears its
+  // mask as it completes, so the mask is set again before each one.
+  void emit_scatter_store() {
+    const Zmm idx = Zmm(wvec(0).getIdx());
+    vmovups(idx, ptr[rip + l_index_]);
+    mov(r_sx, r_dst);
+    const int64_t vec_stride = int64_t{pl_.lanes} * pl_.dst_c * kFloat;
+    for (int p = 0; p < w_; ++p) {
+      for (int v = 0; v < nv_; ++v) {
+        if (bk_->mask_lanes && v == nv_ - 1)
+          kmovw(k2, k1);
+        else
+          kxnorw(k2, k2, k2);
+        vscatterdps(ptr[r_sx + idx * kFloat + static_cast<int32_t>(v * vec_stride)] | k2,
+                    Zmm(acc(p, v).getIdx()));
+      }
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * kFloat, r_ic);
+    }
+  }
+
   // AVX2 has no opmask: its masked stores read lane masks from this RIP-relative table.
   void emit_mask_table() {
     align(32);
     L(l_mask_);
     const int lanes = pl_.last.mask_lanes;
     for (int i = 0; i < 8; ++i) dd(i < lanes ? 0xffffffffu : 0u);
+    if (pl_.dst_c == 1) return;
+    align(64);
+    L(l_index_);
+    for (int i = 0; i < pl_.lanes; ++i) dd(static_cast<uint32_t>(i * pl_.dst_c));
   }
 
   const Plan& pl_;
   const BlockKind* bk_ = nullptr;
   int w_ = 1, nv_ = 1;
-  Label l_mask_;
+  Label l_mask_, l_index_;
 };
 
 // Generous upper bound: every instruction at most 12 bytes.
@@ -203,7 +249,7 @@ size_t code_bound(const Plan& pl) {
     const size_t nv = bk->vectors;
     for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w) {
       const size_t step = nv + w + w * nv;
-      total += 512 + 2 * pl.ic_unroll * step * 12 + w * (nv + 2) * 12;
+      total += 512 + 2 * pl.ic_unroll * step * 12 + w * (nv + 2) * 24;
     }
   }
   return total;

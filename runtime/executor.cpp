@@ -4,6 +4,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -13,17 +14,16 @@ namespace deconvjit::detail {
 namespace {
 
 struct RowGeometry {
-  int64_t src_image, dst_image, block_floats_main, group_floats;
+  int64_t block_floats_main, group_floats, images;
 };
 
 RowGeometry geometry(const Plan& pl) {
   const auto& a = pl.axes;
   RowGeometry g;
-  g.src_image = a[0].in * a[1].in * a[2].in * pl.src_channels;
-  g.dst_image = a[0].out * a[1].out * a[2].out * pl.dst_channels;
   const int64_t taps = a[0].kernel * a[1].kernel * a[2].kernel;
   g.block_floats_main = taps * pl.ic_per_group * pl.main.vectors * pl.lanes;
   g.group_floats = pl.packed_weights_floats() / pl.groups;
+  g.images = pl.block_over_batch ? 1 : pl.batch;
   return g;
 }
 
@@ -37,8 +37,8 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t t, const 
   t /= a[1].out;
   const int64_t oz = t % a[0].out;
   t /= a[0].out;
-  const int64_t n = t % pl.batch;
-  t /= pl.batch;
+  const int64_t n = t % geo.images;
+  t /= geo.images;
   const int64_t ob = t % pl.oc_blocks;
   const int64_t g = t / pl.oc_blocks;
 
@@ -47,29 +47,31 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t t, const 
   const AxisTaps& tz = k.schedule.z[oz];
   const AxisTaps& ty = k.schedule.y[oy];
   const int64_t per_k = pl.ic_per_group * bk.vectors * pl.lanes;
-  const float* src_row = src + n * geo.src_image + g * pl.ic_per_group +
-                         (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_channels;
+  const int64_t oc0 = g * pl.oc_per_group + ob * pl.main.vectors * pl.lanes;
+  // Depthwise kernels read the same channels they write.
+  const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : g * pl.ic_per_group;
+  const float* src_row = src + n * pl.src_n + ic0 * pl.src_c +
+                         (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
   const float* wei_row = packed + g * geo.group_floats + ob * geo.block_floats_main +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
-  float* dst_row = dst + n * geo.dst_image + (oz * a[1].out + oy) * a[2].out * pl.dst_channels +
-                   g * pl.oc_per_group + ob * pl.main.vectors * pl.lanes;
+  float* dst_row = dst + n * pl.dst_n + oc0 * pl.dst_c + (oz * a[1].out + oy) * a[2].out * pl.dst_x;
   jit::KernelArgs args;
   args.nz = tz.count;
   args.ny = ty.count;
   for (const Segment& s : k.schedule.parts[part]) {
-    args.src = src_row + s.ix0 * pl.src_channels;
+    args.src = src_row + s.n_first * pl.src_n + s.ix0 * pl.src_x;
     args.wei = wei_row + s.kx0 * per_k;
-    args.dst = dst_row + s.o_first * pl.dst_channels;
+    args.dst = dst_row + s.n_first * pl.dst_n + s.o_first * pl.dst_x;
     args.nx = s.ntaps;
     args.nblocks = s.nblocks;
     k.fns[kind][s.width - 1](&args);
   }
 }
 
-void run_nxc(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+void run_rows(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
-  const int64_t tasks = pl.groups * pl.oc_blocks * pl.batch * pl.axes[0].out * pl.axes[1].out *
+  const int64_t tasks = pl.groups * pl.oc_blocks * geo.images * pl.axes[0].out * pl.axes[1].out *
                         pl.x_split;
   if (!pl.parallel) {
     for (int64_t t = 0; t < tasks; ++t) run_task(k, geo, t, src, packed, dst);
@@ -80,17 +82,29 @@ void run_nxc(const CompiledKernel& k, const float* src, const float* packed, flo
   });
 }
 
-// [rows][cols] -> [cols][rows] for each of `images`, in cache-sized tiles.
+// [rows][cols] -> [cols][rows] for each of `images`. A task owns a chunk of rows (about 64 KiB of
+// input, read once) and walks it in 16x16 tiles staged through a local buffer, so the strided side touches
+// at most 16 lines at a time (power-of-two strides would otherwise thrash one L1 set).
 void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_t cols) {
-  constexpr int64_t T = 32;
-  const int64_t tr = (rows + T - 1) / T, tc = (cols + T - 1) / T;
-  tbb::parallel_for(int64_t{0}, images * tr * tc, [&](int64_t t) {
-    const int64_t n = t / (tr * tc), r0 = (t / tc) % tr * T, c0 = t % tc * T;
+  constexpr int64_t T = 16;
+  const int64_t chunk = std::max<int64_t>(T, 16384 / std::max<int64_t>(cols, 1) / T * T);
+  const int64_t chunks = (rows + chunk - 1) / chunk;
+  tbb::parallel_for(int64_t{0}, images * chunks, [&](int64_t t) {
+    const int64_t n = t / chunks, r_begin = t % chunks * chunk;
+    const int64_t r_end = std::min(rows, r_begin + chunk);
     const float* src = in + n * rows * cols;
     float* dst = out + n * rows * cols;
-    const int64_t r1 = std::min(rows, r0 + T), c1 = std::min(cols, c0 + T);
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+    float buf[T][T];
+    for (int64_t c0 = 0; c0 < cols; c0 += T) {
+      const int64_t nc = std::min(T, cols - c0);
+      for (int64_t r0 = r_begin; r0 < r_end; r0 += T) {
+        const int64_t nr = std::min(T, r_end - r0);
+        for (int64_t r = 0; r < nr; ++r)
+          for (int64_t c = 0; c < nc; ++c) buf[c][r] = src[(r0 + r) * cols + c0 + c];
+        for (int64_t c = 0; c < nc; ++c)
+          for (int64_t r = 0; r < nr; ++r) dst[(c0 + c) * rows + r0 + r] = buf[c][r];
+      }
+    }
   });
 }
 
@@ -109,13 +123,13 @@ float* scratch(int slot, size_t floats) {
 
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
-  if (p.data_format == DataFormat::NXC) return run_nxc(k, src, packed, dst);
+  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, src, packed, dst);
   int64_t in_sp = 1, out_sp = 1;
   for (int i = 0; i < p.spatial_rank; ++i) in_sp *= p.in[i], out_sp *= p.out[i];
   float* src_nxc = scratch(0, static_cast<size_t>(p.src_elements()));
   float* dst_nxc = scratch(1, static_cast<size_t>(p.dst_elements()));
   transpose(src, src_nxc, p.batch, p.c_in, in_sp);
-  run_nxc(k, src_nxc, packed, dst_nxc);
+  run_rows(k, src_nxc, packed, dst_nxc);
   transpose(dst_nxc, dst, p.batch, out_sp, p.c_out);
 }
 

@@ -30,6 +30,7 @@ void pack_weights_into(const CompiledKernel& k, const float* weights, float* out
   const UserWeights uw{weights, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
                        kd[0] * kd[1] * kd[2]};
   const bool gemm = pl.algorithm == Algorithm::gemm;
+  const bool depthwise = pl.algorithm == Algorithm::depthwise;
   const int64_t kx_v = pl.axes[2].kernel;  // 1 when x is folded into the channels
   const int64_t ic_g = pl.ic_per_group;
   const int64_t block_main = kd[0] * kd[1] * kx_v * ic_g * pl.main.vectors * pl.lanes;
@@ -49,8 +50,9 @@ void pack_weights_into(const CompiledKernel& k, const float* weights, float* out
               float v = 0.f;
               if (ocv < pl.oc_per_group) {
                 const int64_t kx = gemm ? ocv / uw.oc_g : kxv;
-                const int64_t oc = gemm ? ocv % uw.oc_g : ocv;
-                v = uw.at(g, ic, oc, (kz * kd[1] + ky) * kd[2] + kx);
+                const int64_t oc = gemm ? ocv % uw.oc_g : depthwise ? 0 : ocv;
+                const int64_t grp = depthwise ? ocv : g;  // depthwise: the channel is the group
+                v = uw.at(grp, ic, oc, (kz * kd[1] + ky) * kd[2] + kx);
               }
               *dst++ = v;
             }

@@ -39,6 +39,35 @@ bool gemm_applies(const Problem& p, const Axis& x) {
          x.out == x.in * x.stride;
 }
 
+void check_hint(bool ok, const std::string& what);
+
+bool depthwise_applies(const Problem& p) {
+  return p.groups > 1 && p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
+}
+
+// Scatter stores address a whole vector of channels with 32-bit lane offsets and displacements.
+bool ncx_in_kernel_fits(const Problem& p, Isa isa) {
+  int64_t out_sp = 1;
+  for (int64_t o : p.out) out_sp *= o;
+  return isa == Isa::avx512_core && out_sp * 16 * 4 * 8 < (int64_t{1} << 31);
+}
+
+Algorithm choose_algorithm(const Problem& p, const Axis& x, bool ncx_in_kernel, const TuningHints& h) {
+  const bool gemm_ok = gemm_applies(p, x) && !ncx_in_kernel;
+  if (!h.algorithm.empty()) {
+    check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise",
+               "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise)");
+    check_hint(h.algorithm != "gemm" || gemm_ok,
+               "algorithm gemm needs G=1, kernel == stride on x, dilation 1, no padding, NXC data");
+    check_hint(h.algorithm != "depthwise" || depthwise_applies(p),
+               "algorithm depthwise needs one input and one output channel per group");
+    return h.algorithm == "gemm" ? Algorithm::gemm
+           : h.algorithm == "depthwise" ? Algorithm::depthwise : Algorithm::direct;
+  }
+  if (depthwise_applies(p)) return Algorithm::depthwise;
+  return gemm_ok ? Algorithm::gemm : Algorithm::direct;
+}
+
 void check_hint(bool ok, const std::string& what) {
   if (!ok) throw Error(Error::Kind::InvalidArgument, "tuning hint rejected: " + what);
 }
@@ -60,8 +89,8 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   int ur = std::min(max_ur_w(pl.isa, nv), z ? 28 : 12);
   if (nv == 4 && z) ur = 6;  // 24 accumulators leave room for weights and two broadcasts
   const Axis& x = pl.axes[2];
-  const int64_t q_max = ceil_div(x.out, x.stride);
-  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, q_max)));
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
   if (h.ur_w) {
     check_hint(h.ur_w >= 1 && h.ur_w <= max_ur_w(pl.isa, nv),
                "ur_w " + std::to_string(h.ur_w) + " with " + std::to_string(nv) +
@@ -89,9 +118,10 @@ BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
 
 void choose_threading(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.parallel = p.flops() >= kSerialFlops;
-  const int64_t rows = pl.groups * pl.oc_blocks * pl.batch * pl.axes[0].out * pl.axes[1].out;
+  const int64_t images = pl.block_over_batch ? 1 : pl.batch;
+  const int64_t rows = pl.groups * pl.oc_blocks * images * pl.axes[0].out * pl.axes[1].out;
   const Axis& x = pl.axes[2];
-  const int64_t q_max = ceil_div(x.out, x.stride);
+  const int64_t q_max = pl.block_over_batch ? x.out * pl.ur_w : ceil_div(x.out, x.stride);
   int64_t split = 1;
   if (rows < kTargetTasks) {
     split = ceil_div(kTargetTasks, rows);
@@ -115,13 +145,20 @@ std::string make_name(const Plan& pl, const Problem& p) {
      << join_x(p.kernel);
   if (pl.groups > 1) os << "_g" << pl.groups;
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
+  if (pl.block_over_batch) os << "_nblk";
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }
 
 }  // namespace
 
-const char* to_string(Algorithm a) { return a == Algorithm::gemm ? "gemm" : "direct"; }
+const char* to_string(Algorithm a) {
+  return a == Algorithm::gemm ? "gemm" : a == Algorithm::depthwise ? "depthwise" : "direct";
+}
+
+const char* to_string(LayoutPath l) {
+  return l == LayoutPath::nxc ? "nxc" : l == LayoutPath::ncx_in_kernel ? "ncx_in_kernel" : "ncx_via_scratch";
+}
 
 int64_t Plan::packed_weights_floats() const {
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
@@ -129,6 +166,36 @@ int64_t Plan::packed_weights_floats() const {
   const int64_t per_group = ((oc_blocks - 1) * main.vectors + last.vectors) * per_vec;
   return groups * per_group;
 }
+
+namespace {
+
+// Small rows with several images: blocks across images keep every register block full.
+bool choose_batch_blocking(const Plan& pl) {
+  const Axis& x = pl.axes[2];
+  const int64_t q_max = ceil_div(x.out, x.stride);
+  const int full_ur = pl.isa == Isa::avx512_core ? 6 : 4;
+  return pl.algorithm != Algorithm::depthwise && pl.batch >= 4 && q_max < 2 * full_ur;
+}
+
+void set_strides(Plan& pl) {
+  const auto& a = pl.axes;
+  const int64_t in_sp = a[0].in * a[1].in * a[2].in, out_sp = a[0].out * a[1].out * a[2].out;
+  if (pl.layout == LayoutPath::ncx_in_kernel) {
+    pl.src_c = in_sp, pl.src_x = 1, pl.src_n = pl.src_channels * in_sp;
+    pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = pl.dst_channels * out_sp;
+  } else {
+    pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
+    pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = out_sp * pl.dst_channels;
+  }
+  pl.src_ic_stride = pl.src_c;
+  pl.src_pix_stride = pl.block_over_batch ? pl.src_n : pl.src_x;
+  pl.dst_pix_stride = pl.block_over_batch ? pl.dst_n : a[2].stride * pl.dst_x;
+  pl.src_tap_step[2] = -a[2].tap_i_step * pl.src_x;
+  pl.src_tap_step[1] = -a[1].tap_i_step * a[2].in * pl.src_x;
+  pl.src_tap_step[0] = -a[0].tap_i_step * a[1].in * a[2].in * pl.src_x;
+}
+
+}  // namespace
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   Plan pl;
@@ -144,19 +211,22 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.oc_per_group = p.c_out_per_group();
   pl.dst_channels = p.c_out;
 
+  const bool ncx = p.data_format == DataFormat::NCX;
+  const bool in_kernel = ncx && ncx_in_kernel_fits(p, isa) && h.algorithm != "gemm" &&
+                         h.algorithm != "depthwise" && !depthwise_applies(p);
+  pl.layout = !ncx ? LayoutPath::nxc : in_kernel ? LayoutPath::ncx_in_kernel : LayoutPath::ncx_via_scratch;
   Axis& x = pl.axes[2];
-  const bool gemm = h.algorithm.empty() ? gemm_applies(p, x) : h.algorithm == "gemm";
-  check_hint(h.algorithm.empty() || h.algorithm == "direct" || h.algorithm == "gemm",
-             "algorithm '" + h.algorithm + "' is not available (direct, gemm)");
-  check_hint(!gemm || gemm_applies(p, x), "algorithm gemm needs G=1 and kernel == stride on x "
-                                          "with dilation 1 and no padding");
-  if (gemm) {
-    pl.algorithm = Algorithm::gemm;
+  pl.algorithm = choose_algorithm(p, x, in_kernel, h);
+  if (pl.algorithm == Algorithm::gemm) {
     pl.oc_per_group *= x.kernel;
     pl.dst_channels *= x.kernel;
     x.out = x.in;
     x.kernel = x.stride = 1;
+  } else if (pl.algorithm == Algorithm::depthwise) {
+    pl.groups = 1;
+    pl.oc_per_group = p.c_out;
   }
+  pl.block_over_batch = choose_batch_blocking(pl);
 
   const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
   choose_tile(pl, h, n_vec);
@@ -165,14 +235,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   const int last_vectors = static_cast<int>(n_vec - (pl.oc_blocks - 1) * pl.oc_vectors);
   pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
   if (pl.oc_blocks == 1) pl.main = pl.last;
-
-  const Axis &az = pl.axes[0], &ay = pl.axes[1];
-  pl.src_pix_stride = pl.src_channels;
-  pl.src_tap_step[2] = -x.tap_i_step * pl.src_channels;
-  pl.src_tap_step[1] = -ay.tap_i_step * x.in * pl.src_channels;
-  pl.src_tap_step[0] = -az.tap_i_step * ay.in * x.in * pl.src_channels;
-  pl.dst_pix_stride = x.stride * pl.dst_channels;
-
+  set_strides(pl);
   choose_threading(pl, p, h);
   pl.name = make_name(pl, p);
   return pl;
@@ -183,7 +246,8 @@ std::string Plan::to_json() const {
   j["name"] = name;
   j["isa"] = deconvjit::to_string(isa);
   j["algorithm"] = to_string(algorithm);
-  j["layout"] = user_layout == DataFormat::NXC ? "nxc" : "ncx (via nxc scratch)";
+  j["layout"] = to_string(layout);
+  j["block_over_batch"] = block_over_batch;
   j["ur_w"] = ur_w;
   j["oc_vectors"] = oc_vectors;
   j["ic_unroll"] = ic_unroll;

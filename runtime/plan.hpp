@@ -14,7 +14,12 @@ namespace deconvjit::detail {
 // direct: stride-phase decomposition, each phase a dense stride-1 correlation over its own taps.
 // gemm:   kernel == stride on the innermost axis, no padding: the x taps fold into the channel
 //         dimension, so each input pixel produces one contiguous run of Kx*C_OUT outputs.
-enum class Algorithm { direct, gemm };
+// depthwise: one channel per group; channels become the vector dimension, inputs are loaded as vectors.
+enum class Algorithm { direct, gemm, depthwise };
+// How NCX data reaches the NXC-shaped kernels: read and written in place (strided broadcasts and
+// scatter stores), or through NXC scratch copies.
+enum class LayoutPath { nxc, ncx_in_kernel, ncx_via_scratch };
+const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
 
 // One spatial axis of the computation after folding (1D and 2D problems get unit outer axes).
@@ -38,7 +43,9 @@ struct Plan {
   Isa isa = Isa::avx2;
   int lanes = 8;
   Algorithm algorithm = Algorithm::direct;
-  DataFormat user_layout = DataFormat::NXC;  // NCX runs through NXC scratch buffers
+  DataFormat user_layout = DataFormat::NXC;
+  LayoutPath layout = LayoutPath::nxc;
+  bool block_over_batch = false;  // register blocks run across images instead of along x
 
   // Register tile and loops (the tunables).
   int ur_w = 1;          // output pixels per register block
@@ -57,9 +64,13 @@ struct Plan {
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
   BlockKind main, last;         // last == main when there is no tail
 
+  // Element strides of the buffers the kernel touches: image, channel, x pixel (z and y follow x).
+  int64_t src_n = 0, src_c = 1, src_x = 1, dst_n = 0, dst_c = 1, dst_x = 1;
+
   // Strides the emitter bakes in (floats).
-  int64_t src_pix_stride = 1;               // between consecutive output pixels of a phase
+  int64_t src_pix_stride = 1;               // between consecutive pixels of a register block
   int64_t dst_pix_stride = 1;
+  int64_t src_ic_stride = 1;                // between consecutive input channels
   std::array<int64_t, 3> src_tap_step{};    // between consecutive taps of a phase (negative)
 
   std::string name;

@@ -8,11 +8,18 @@ namespace {
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t ceil_div_signed(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-// A run of consecutive pixels of one phase with identical tap pattern.
+// A run of pixels with an identical tap pattern: consecutive pixels of one phase (i0 advances by one
+// per pixel), or, when blocking across images, one output x in every image.
 struct Run {
   int64_t o_first, q_count;
-  AxisTaps taps;  // of the first pixel; i0 advances by one per pixel
+  AxisTaps taps;  // of the first pixel
 };
+
+std::vector<Run> batch_runs(const Axis& x, int64_t batch) {
+  std::vector<Run> runs;
+  for (int64_t o = 0; o < x.out; ++o) runs.push_back({o, batch, axis_taps(x, o)});
+  return runs;
+}
 
 std::vector<Run> row_runs(const Axis& x) {
   std::vector<Run> runs;
@@ -39,12 +46,13 @@ std::vector<Run> row_runs(const Axis& x) {
 }
 
 void emit_piece(std::vector<Segment>& out, const Run& run, int64_t first, int64_t count, int ur_w,
-                int64_t stride) {
+                int64_t stride, bool across_images) {
   while (count > 0) {
     Segment s;
-    s.o_first = run.o_first + first * stride;
+    s.o_first = across_images ? run.o_first : run.o_first + first * stride;
+    s.n_first = across_images ? first : 0;
     s.ntaps = run.taps.count;
-    s.ix0 = run.taps.count ? run.taps.i0 + first : 0;
+    s.ix0 = run.taps.count ? run.taps.i0 + (across_images ? 0 : first) : 0;
     s.kx0 = run.taps.k0;
     const int64_t full = count / ur_w;
     s.width = full ? ur_w : static_cast<int32_t>(count);
@@ -86,8 +94,8 @@ Schedule build_schedule(const Plan& pl) {
   for (int64_t o = 0; o < pl.axes[0].out; ++o) s.z.push_back(axis_taps(pl.axes[0], o));
   for (int64_t o = 0; o < pl.axes[1].out; ++o) s.y.push_back(axis_taps(pl.axes[1], o));
   const Axis& x = pl.axes[2];
-  const std::vector<Run> runs = row_runs(x);
-  const int64_t total = x.out;
+  const std::vector<Run> runs = pl.block_over_batch ? batch_runs(x, pl.batch) : row_runs(x);
+  const int64_t total = pl.block_over_batch ? x.out * pl.batch : x.out;
   const int64_t part_size = (total + pl.x_split - 1) / pl.x_split;
   s.parts.resize(pl.x_split);
   int64_t done = 0;
@@ -97,7 +105,7 @@ Schedule build_schedule(const Plan& pl) {
       const int64_t part = std::min<int64_t>(done / part_size, pl.x_split - 1);
       const int64_t room = part == pl.x_split - 1 ? run.q_count : (part + 1) * part_size - done;
       const int64_t n = std::min(room, run.q_count - first);
-      emit_piece(s.parts[part], run, first, n, pl.ur_w, x.stride);
+      emit_piece(s.parts[part], run, first, n, pl.ur_w, x.stride, pl.block_over_batch);
       first += n;
       done += n;
     }

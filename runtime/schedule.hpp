@@ -18,6 +18,7 @@ struct AxisTaps {
 // `nblocks` register blocks of `width` pixels, consecutive in one phase, with the same x taps.
 struct Segment {
   int64_t o_first = 0;  // output x of the first pixel
+  int64_t n_first = 0;  // image of the first pixel (blocks across images)
   int64_t ix0 = 0, kx0 = 0, ntaps = 0;
   int32_t width = 1;
   int64_t nblocks = 1;
