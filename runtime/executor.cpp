@@ -27,38 +27,83 @@ RowGeometry geometry(const Plan& pl) {
   return g;
 }
 
-void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t t, const float* src,
+// Per-thread scratch that only grows: NXC copies of NCX tensors, and row buffers.
+float* scratch(int slot, size_t floats) {
+  thread_local std::unique_ptr<float[]> buf[3];
+  thread_local size_t cap[3] = {0, 0, 0};
+  if (cap[slot] < floats) {
+    buf[slot].reset(new float[floats]);
+    cap[slot] = floats;
+  }
+  return buf[slot].get();
+}
+
+struct Task {
+  int64_t g, ob, n, oz, oy, part;
+};
+
+Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t) {
+  Task k;
+  k.part = t % parts;
+  t /= parts;
+  k.oy = t % pl.axes[1].out;
+  t /= pl.axes[1].out;
+  k.oz = t % pl.axes[0].out;
+  t /= pl.axes[0].out;
+  k.n = t % geo.images;
+  t /= geo.images;
+  k.ob = t % pl.oc_blocks;
+  k.g = t / pl.oc_blocks;
+  return k;
+}
+
+// Row buffer [image][x - x0][channel] -> NCX rows: each channel's run of x is written contiguously.
+void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const RowPart& part,
+                      const float* buf, float* dst) {
+  const auto& a = pl.axes;
+  const int64_t out_sp = a[0].out * a[1].out * a[2].out;
+  const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
+  const int64_t channels = std::min<int64_t>(pl.dst_x, (t.g + 1) * pl.oc_per_group - oc0);
+  const int64_t row = (t.oz * a[1].out + t.oy) * a[2].out + part.x0;
+  const int64_t width = part.x1 - part.x0;
+  const int64_t n_begin = pl.block_over_batch ? 0 : t.n;
+  const int64_t n_end = pl.block_over_batch ? pl.batch : t.n + 1;
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    const float* b = buf + (n - n_begin) * pl.dst_n;
+    float* d = dst + (n * p.c_out + oc0) * out_sp + row;
+    for (int64_t c = 0; c < channels; ++c, d += out_sp)
+      for (int64_t x = 0; x < width; ++x) d[x] = b[x * pl.dst_x + c];
+  }
+}
+
+void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, const float* src,
               const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
-  const int64_t part = t % pl.x_split;
-  t /= pl.x_split;
-  const int64_t oy = t % a[1].out;
-  t /= a[1].out;
-  const int64_t oz = t % a[0].out;
-  t /= a[0].out;
-  const int64_t n = t % geo.images;
-  t /= geo.images;
-  const int64_t ob = t % pl.oc_blocks;
-  const int64_t g = t / pl.oc_blocks;
+  const Task t = decompose(pl, geo, static_cast<int64_t>(k.schedule.parts.size()), index);
+  const RowPart& part = k.schedule.parts[t.part];
+  const bool row_buffer = pl.layout == LayoutPath::ncx_row_buffer;
 
-  const int kind = ob == pl.oc_blocks - 1 ? 1 : 0;
+  const int kind = t.ob == pl.oc_blocks - 1 ? 1 : 0;
   const BlockKind& bk = kind ? pl.last : pl.main;
-  const AxisTaps& tz = k.schedule.z[oz];
-  const AxisTaps& ty = k.schedule.y[oy];
+  const AxisTaps& tz = k.schedule.z[t.oz];
+  const AxisTaps& ty = k.schedule.y[t.oy];
   const int64_t per_k = pl.ic_per_group * bk.vectors * pl.lanes;
-  const int64_t oc0 = g * pl.oc_per_group + ob * pl.main.vectors * pl.lanes;
+  const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
   // Depthwise kernels read the same channels they write.
-  const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : g * pl.ic_per_group;
-  const float* src_row = src + n * pl.src_n + ic0 * pl.src_c +
+  const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : t.g * pl.ic_per_group;
+  const float* src_row = src + t.n * pl.src_n + ic0 * pl.src_c +
                          (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
-  const float* wei_row = packed + g * geo.group_floats + ob * geo.block_floats_main +
+  const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
-  float* dst_row = dst + n * pl.dst_n + oc0 * pl.dst_c + (oz * a[1].out + oy) * a[2].out * pl.dst_x;
+  float* buf = row_buffer ? scratch(2, static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
+  float* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
+                              : dst + t.n * pl.dst_n + oc0 * pl.dst_c +
+                                    (t.oz * a[1].out + t.oy) * a[2].out * pl.dst_x;
   jit::KernelArgs args;
   args.nz = tz.count;
   args.ny = ty.count;
-  for (const Segment& s : k.schedule.parts[part]) {
+  for (const Segment& s : part.segments) {
     args.src = src_row + s.n_first * pl.src_n + s.ix0 * pl.src_x;
     args.wei = wei_row + s.kx0 * per_k;
     args.dst = dst_row + s.n_first * pl.dst_n + s.o_first * pl.dst_x;
@@ -66,13 +111,14 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t t, const 
     args.nblocks = s.nblocks;
     k.fns[kind][s.width - 1](&args);
   }
+  if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
 }
 
 void run_rows(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
   const int64_t tasks = pl.groups * pl.oc_blocks * geo.images * pl.axes[0].out * pl.axes[1].out *
-                        pl.x_split;
+                        static_cast<int64_t>(k.schedule.parts.size());
   if (!pl.parallel) {
     for (int64_t t = 0; t < tasks; ++t) run_task(k, geo, t, src, packed, dst);
     return;
@@ -108,27 +154,19 @@ void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_
   });
 }
 
-// Per-thread scratch that only grows; NCX runs through NXC copies of src and dst.
-float* scratch(int slot, size_t floats) {
-  thread_local std::unique_ptr<float[]> buf[2];
-  thread_local size_t cap[2] = {0, 0};
-  if (cap[slot] < floats) {
-    buf[slot].reset(new float[floats]);
-    cap[slot] = floats;
-  }
-  return buf[slot].get();
-}
-
 }  // namespace
 
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
-  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, src, packed, dst);
+  const LayoutPath layout = k.plan.layout;
+  if (layout == LayoutPath::nxc || layout == LayoutPath::ncx_in_kernel)
+    return run_rows(k, src, packed, dst);
   int64_t in_sp = 1, out_sp = 1;
   for (int i = 0; i < p.spatial_rank; ++i) in_sp *= p.in[i], out_sp *= p.out[i];
   float* src_nxc = scratch(0, static_cast<size_t>(p.src_elements()));
-  float* dst_nxc = scratch(1, static_cast<size_t>(p.dst_elements()));
   transpose(src, src_nxc, p.batch, p.c_in, in_sp);
+  if (layout == LayoutPath::ncx_row_buffer) return run_rows(k, src_nxc, packed, dst);
+  float* dst_nxc = scratch(1, static_cast<size_t>(p.dst_elements()));
   run_rows(k, src_nxc, packed, dst_nxc);
   transpose(dst_nxc, dst, p.batch, out_sp, p.c_out);
 }

@@ -52,8 +52,10 @@ bool ncx_in_kernel_fits(const Problem& p, Isa isa) {
   return isa == Isa::avx512_core && out_sp * 16 * 4 * 8 < (int64_t{1} << 31);
 }
 
-Algorithm choose_algorithm(const Problem& p, const Axis& x, bool ncx_in_kernel, const TuningHints& h) {
-  const bool gemm_ok = gemm_applies(p, x) && !ncx_in_kernel;
+// gemm writes runs of Kx*C_OUT floats per input pixel: only NXC-shaped destinations have them.
+Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, const TuningHints& h) {
+  const bool gemm_ok =
+      gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise",
                "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise)");
@@ -66,6 +68,20 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, bool ncx_in_kernel, 
   }
   if (depthwise_applies(p)) return Algorithm::depthwise;
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
+}
+
+LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h) {
+  if (p.data_format == DataFormat::NXC) {
+    check_hint(h.layout.empty(), "layout applies to NCX data only");
+    return LayoutPath::nxc;
+  }
+  if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
+  if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
+  check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
+                                      "in_kernel, scratch)");
+  check_hint(ncx_in_kernel_fits(p, isa) && !depthwise_applies(p),
+             "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");
+  return LayoutPath::ncx_in_kernel;
 }
 
 void check_hint(bool ok, const std::string& what) {
@@ -157,7 +173,13 @@ const char* to_string(Algorithm a) {
 }
 
 const char* to_string(LayoutPath l) {
-  return l == LayoutPath::nxc ? "nxc" : l == LayoutPath::ncx_in_kernel ? "ncx_in_kernel" : "ncx_via_scratch";
+  switch (l) {
+    case LayoutPath::nxc: return "nxc";
+    case LayoutPath::ncx_row_buffer: return "ncx_row_buffer";
+    case LayoutPath::ncx_in_kernel: return "ncx_in_kernel";
+    case LayoutPath::ncx_via_scratch: return "ncx_via_scratch";
+  }
+  return "?";
 }
 
 int64_t Plan::packed_weights_floats() const {
@@ -187,6 +209,13 @@ void set_strides(Plan& pl) {
     pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
     pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = out_sp * pl.dst_channels;
   }
+  if (pl.layout == LayoutPath::ncx_row_buffer) {
+    // The buffer holds one channel block of one task's part of a row, for each image in the task.
+    const int64_t width = (a[2].out + pl.x_split - 1) / pl.x_split;
+    pl.dst_x = int64_t{pl.main.vectors} * pl.lanes;
+    pl.dst_n = width * pl.dst_x;
+    pl.row_buffer_floats = pl.dst_n * (pl.block_over_batch ? pl.batch : 1);
+  }
   pl.src_ic_stride = pl.src_c;
   pl.src_pix_stride = pl.block_over_batch ? pl.src_n : pl.src_x;
   pl.dst_pix_stride = pl.block_over_batch ? pl.dst_n : a[2].stride * pl.dst_x;
@@ -211,12 +240,9 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.oc_per_group = p.c_out_per_group();
   pl.dst_channels = p.c_out;
 
-  const bool ncx = p.data_format == DataFormat::NCX;
-  const bool in_kernel = ncx && ncx_in_kernel_fits(p, isa) && h.algorithm != "gemm" &&
-                         h.algorithm != "depthwise" && !depthwise_applies(p);
-  pl.layout = !ncx ? LayoutPath::nxc : in_kernel ? LayoutPath::ncx_in_kernel : LayoutPath::ncx_via_scratch;
+  pl.layout = choose_layout(p, isa, h);
   Axis& x = pl.axes[2];
-  pl.algorithm = choose_algorithm(p, x, in_kernel, h);
+  pl.algorithm = choose_algorithm(p, x, pl.layout, h);
   if (pl.algorithm == Algorithm::gemm) {
     pl.oc_per_group *= x.kernel;
     pl.dst_channels *= x.kernel;
@@ -235,8 +261,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   const int last_vectors = static_cast<int>(n_vec - (pl.oc_blocks - 1) * pl.oc_vectors);
   pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
   if (pl.oc_blocks == 1) pl.main = pl.last;
-  set_strides(pl);
   choose_threading(pl, p, h);
+  set_strides(pl);
   pl.name = make_name(pl, p);
   return pl;
 }
@@ -248,6 +274,7 @@ std::string Plan::to_json() const {
   j["algorithm"] = to_string(algorithm);
   j["layout"] = to_string(layout);
   j["block_over_batch"] = block_over_batch;
+  j["row_buffer_floats"] = row_buffer_floats;
   j["ur_w"] = ur_w;
   j["oc_vectors"] = oc_vectors;
   j["ic_unroll"] = ic_unroll;

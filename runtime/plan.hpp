@@ -16,9 +16,10 @@ namespace deconvjit::detail {
 //         dimension, so each input pixel produces one contiguous run of Kx*C_OUT outputs.
 // depthwise: one channel per group; channels become the vector dimension, inputs are loaded as vectors.
 enum class Algorithm { direct, gemm, depthwise };
-// How NCX data reaches the NXC-shaped kernels: read and written in place (strided broadcasts and
-// scatter stores), or through NXC scratch copies.
-enum class LayoutPath { nxc, ncx_in_kernel, ncx_via_scratch };
+// How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
+// into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
+// scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
+enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch };
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
 
@@ -46,6 +47,7 @@ struct Plan {
   DataFormat user_layout = DataFormat::NXC;
   LayoutPath layout = LayoutPath::nxc;
   bool block_over_batch = false;  // register blocks run across images instead of along x
+  int64_t row_buffer_floats = 0;  // ncx_row_buffer: floats of one task's buffer
 
   // Register tile and loops (the tunables).
   int ur_w = 1;          // output pixels per register block

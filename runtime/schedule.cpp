@@ -15,17 +15,18 @@ struct Run {
   AxisTaps taps;  // of the first pixel
 };
 
-std::vector<Run> batch_runs(const Axis& x, int64_t batch) {
+std::vector<Run> batch_runs(const Axis& x, int64_t batch, int64_t x0, int64_t x1) {
   std::vector<Run> runs;
-  for (int64_t o = 0; o < x.out; ++o) runs.push_back({o, batch, axis_taps(x, o)});
+  for (int64_t o = x0; o < x1; ++o) runs.push_back({o, batch, axis_taps(x, o)});
   return runs;
 }
 
-std::vector<Run> row_runs(const Axis& x) {
+// Runs of the output x in [x0, x1), phase by phase.
+std::vector<Run> row_runs(const Axis& x, int64_t x0, int64_t x1) {
   std::vector<Run> runs;
   for (int64_t r = 0; r < x.stride; ++r) {
-    const int64_t q_lo = ceil_div_signed(x.pad_begin - r, x.stride);
-    const int64_t q_hi = floor_div(x.out - 1 + x.pad_begin - r, x.stride);
+    const int64_t q_lo = ceil_div_signed(x0 + x.pad_begin - r, x.stride);
+    const int64_t q_hi = floor_div(x1 - 1 + x.pad_begin - r, x.stride);
     for (int64_t q = q_lo; q <= q_hi; ++q) {
       const int64_t o = q * x.stride + r - x.pad_begin;
       const AxisTaps t = axis_taps(x, o);
@@ -94,23 +95,22 @@ Schedule build_schedule(const Plan& pl) {
   for (int64_t o = 0; o < pl.axes[0].out; ++o) s.z.push_back(axis_taps(pl.axes[0], o));
   for (int64_t o = 0; o < pl.axes[1].out; ++o) s.y.push_back(axis_taps(pl.axes[1], o));
   const Axis& x = pl.axes[2];
-  const std::vector<Run> runs = pl.block_over_batch ? batch_runs(x, pl.batch) : row_runs(x);
-  const int64_t total = pl.block_over_batch ? x.out * pl.batch : x.out;
-  const int64_t part_size = (total + pl.x_split - 1) / pl.x_split;
-  s.parts.resize(pl.x_split);
-  int64_t done = 0;
-  for (const Run& run : runs) {
-    int64_t first = 0;
-    while (first < run.q_count) {
-      const int64_t part = std::min<int64_t>(done / part_size, pl.x_split - 1);
-      const int64_t room = part == pl.x_split - 1 ? run.q_count : (part + 1) * part_size - done;
-      const int64_t n = std::min(room, run.q_count - first);
-      emit_piece(s.parts[part], run, first, n, pl.ur_w, x.stride, pl.block_over_batch);
-      first += n;
-      done += n;
-    }
+  const int64_t width = row_part_width(pl);
+  for (int64_t x0 = 0; x0 < x.out; x0 += width) {
+    RowPart part;
+    part.x0 = x0;
+    part.x1 = std::min(x.out, x0 + width);
+    const std::vector<Run> runs = pl.block_over_batch ? batch_runs(x, pl.batch, part.x0, part.x1)
+                                                      : row_runs(x, part.x0, part.x1);
+    for (const Run& run : runs)
+      emit_piece(part.segments, run, 0, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
+    s.parts.push_back(std::move(part));
   }
   return s;
+}
+
+int64_t row_part_width(const Plan& pl) {
+  return (pl.axes[2].out + pl.x_split - 1) / pl.x_split;
 }
 
 }  // namespace deconvjit::detail

@@ -24,12 +24,19 @@ struct Segment {
   int64_t nblocks = 1;
 };
 
+// A contiguous range [x0, x1) of output x and the segments that compute it.
+struct RowPart {
+  int64_t x0 = 0, x1 = 0;
+  std::vector<Segment> segments;
+};
+
 struct Schedule {
-  std::vector<AxisTaps> z, y;              // indexed by output coordinate
-  std::vector<std::vector<Segment>> parts; // one list per x part; together they cover the row once
+  std::vector<AxisTaps> z, y;   // indexed by output coordinate
+  std::vector<RowPart> parts;   // together they cover every output x of a row once
 };
 
 AxisTaps axis_taps(const Axis& a, int64_t o);
 Schedule build_schedule(const Plan& plan);
+int64_t row_part_width(const Plan& plan);  // output x per part (the last part may be narrower)
 
 }  // namespace deconvjit::detail

@@ -93,7 +93,8 @@ struct TuningHints {
   int oc_vectors = 0;    // output-channel vectors per register block
   int ic_unroll = 0;     // input-channel loop unroll
   int x_split = 0;       // parts each output row is split into for threading
-  std::string algorithm; // "", "phase", "gemm", "depthwise", "dot"
+  std::string algorithm; // "", "direct", "gemm", "depthwise"
+  std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch"
 };
 
 struct Options {
