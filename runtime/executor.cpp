@@ -21,7 +21,7 @@ RowGeometry geometry(const Plan& pl) {
   const auto& a = pl.axes;
   RowGeometry g;
   const int64_t taps = a[0].kernel * a[1].kernel * a[2].kernel;
-  g.block_floats_main = taps * pl.ic_per_group * pl.main.vectors * pl.lanes;
+  g.block_floats_main = taps * pl.main.wei_k_floats;
   g.group_floats = pl.packed_weights_floats() / pl.groups;
   g.images = pl.block_over_batch ? 1 : pl.batch;
   return g;
@@ -88,7 +88,7 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, co
   const BlockKind& bk = kind ? pl.last : pl.main;
   const AxisTaps& tz = k.schedule.z[t.oz];
   const AxisTaps& ty = k.schedule.y[t.oy];
-  const int64_t per_k = pl.ic_per_group * bk.vectors * pl.lanes;
+  const int64_t per_k = bk.wei_k_floats;
   const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
   // Depthwise kernels read the same channels they write.
   const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : t.g * pl.ic_per_group;
@@ -165,7 +165,8 @@ void execute_kernel(const CompiledKernel& k, const float* src, const float* pack
   for (int i = 0; i < p.spatial_rank; ++i) in_sp *= p.in[i], out_sp *= p.out[i];
   float* src_nxc = scratch(0, static_cast<size_t>(p.src_elements()));
   transpose(src, src_nxc, p.batch, p.c_in, in_sp);
-  if (layout == LayoutPath::ncx_row_buffer) return run_rows(k, src_nxc, packed, dst);
+  if (layout == LayoutPath::ncx_row_buffer || layout == LayoutPath::ncx_src_copy)
+    return run_rows(k, src_nxc, packed, dst);
   float* dst_nxc = scratch(1, static_cast<size_t>(p.dst_elements()));
   run_rows(k, src_nxc, packed, dst_nxc);
   transpose(dst_nxc, dst, p.batch, out_sp, p.c_out);

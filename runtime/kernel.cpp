@@ -4,8 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "jit/deconv_direct.hpp"
+#include "jit/deconv_kernels.hpp"
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace deconvjit {
@@ -38,7 +39,7 @@ std::shared_ptr<const CompiledKernel> build_kernel(const Problem& p, const Plan&
   auto k = std::make_shared<CompiledKernel>();
   k->problem = p;
   k->plan = plan;
-  const jit::EmittedCode code = jit::emit_direct(plan);
+  const jit::EmittedCode code = jit::emit_kernel(plan);
   k->code = std::make_unique<jit::CodeBuffer>(code.bytes.data(), code.bytes.size());
   for (int kind = 0; kind < 2; ++kind)
     for (size_t off : code.entries[kind])
@@ -62,7 +63,8 @@ Kernel compile(const Descriptor& d, const Options& options) {
     throw Error(Error::Kind::Unsupported, std::string("dtype ") + to_string(p.dtype) +
                                               " is not supported yet (only f32 is compiled)");
   const Isa isa = resolve_isa(options.max_isa);
-  auto build = [&] { return detail::build_kernel(p, detail::make_plan(p, isa, options.hints)); };
+  // On a miss: load the kernel from the on-disk cache, or compile it and store it there.
+  auto build = [&] { return detail::build_or_load(p, isa, options); };
   detail::CacheLookup found;
   if (options.use_cache) {
     const std::string key = p.canonical + '|' + to_string(isa) + '|' + version() + '|' +

@@ -22,6 +22,21 @@ struct UserWeights {
 
 }  // namespace
 
+namespace {
+
+// dot: [group][kz][ky][kx][oc][ic padded to whole vectors].
+void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
+  const int64_t ic_pad = pl.ic_vectors * pl.lanes;
+  tbb::parallel_for(int64_t{0}, pl.groups * taps, [&](int64_t t) {
+    const int64_t g = t / taps, k = t % taps;
+    float* dst = out + t * uw.oc_g * ic_pad;
+    for (int64_t oc = 0; oc < uw.oc_g; ++oc)
+      for (int64_t ic = 0; ic < ic_pad; ++ic) *dst++ = ic < uw.ic_g ? uw.at(g, ic, oc, k) : 0.f;
+  });
+}
+
+}  // namespace
+
 void pack_weights_into(const CompiledKernel& k, const float* weights, float* out) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
@@ -29,11 +44,12 @@ void pack_weights_into(const CompiledKernel& k, const float* weights, float* out
   for (int i = 0; i < p.spatial_rank; ++i) kd[3 - p.spatial_rank + i] = p.kernel[i];
   const UserWeights uw{weights, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
                        kd[0] * kd[1] * kd[2]};
+  if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
   const bool gemm = pl.algorithm == Algorithm::gemm;
   const bool depthwise = pl.algorithm == Algorithm::depthwise;
   const int64_t kx_v = pl.axes[2].kernel;  // 1 when x is folded into the channels
   const int64_t ic_g = pl.ic_per_group;
-  const int64_t block_main = kd[0] * kd[1] * kx_v * ic_g * pl.main.vectors * pl.lanes;
+  const int64_t block_main = kd[0] * kd[1] * kx_v * pl.main.wei_k_floats;
   const int64_t group_floats = pl.packed_weights_floats() / pl.groups;
 
   tbb::parallel_for(int64_t{0}, pl.groups * pl.oc_blocks, [&](int64_t t) {

@@ -41,6 +41,13 @@ bool gemm_applies(const Problem& p, const Axis& x) {
 
 void check_hint(bool ok, const std::string& what);
 
+// A horizontal sum per output pays off when few output channels would leave vector lanes empty and
+// the input channels fill them.
+constexpr int64_t kDotMaxOc = 4;
+bool dot_applies(const Problem& p) {
+  return p.c_out_per_group() <= kDotMaxOc && p.c_in_per_group() >= 8;
+}
+
 bool depthwise_applies(const Problem& p) {
   return p.groups > 1 && p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
 }
@@ -57,8 +64,12 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
   const bool gemm_ok =
       gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
   if (!h.algorithm.empty()) {
-    check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise",
-               "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise)");
+    check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
+                   h.algorithm == "dot",
+               "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot)");
+    check_hint(h.algorithm != "dot" || p.c_out_per_group() <= kDotMaxOc,
+               "algorithm dot needs at most " + std::to_string(kDotMaxOc) + " output channels per group");
+    if (h.algorithm == "dot") return Algorithm::dot;
     check_hint(h.algorithm != "gemm" || gemm_ok,
                "algorithm gemm needs G=1, kernel == stride on x, dilation 1, no padding, NXC data");
     check_hint(h.algorithm != "depthwise" || depthwise_applies(p),
@@ -67,6 +78,7 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
            : h.algorithm == "depthwise" ? Algorithm::depthwise : Algorithm::direct;
   }
   if (depthwise_applies(p)) return Algorithm::depthwise;
+  if (dot_applies(p)) return Algorithm::dot;
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
 }
 
@@ -75,6 +87,13 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
     return LayoutPath::nxc;
   }
+  const bool dot = h.algorithm == "dot" || (h.algorithm.empty() && !depthwise_applies(p) && dot_applies(p));
+  if (dot) {
+    check_hint(h.layout.empty() || h.layout == "src_copy", "the dot family writes NCX directly "
+                                                           "(layout src_copy)");
+    return LayoutPath::ncx_src_copy;
+  }
+  check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
@@ -92,6 +111,27 @@ void check_hint(bool ok, const std::string& what) {
 int max_ur_w(Isa isa, int nv) {
   const int bcast = isa == Isa::avx512_core ? 2 : 1;
   return (vector_registers(isa) - nv - bcast) / nv;
+}
+
+// dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector.
+void choose_dot_tile(Plan& pl, const TuningHints& h) {
+  const int oc = static_cast<int>(pl.oc_per_group);
+  check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
+  const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
+  int ur = std::min(fit, pl.isa == Isa::avx512_core ? 16 : 12);
+  const Axis& x = pl.axes[2];
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
+  if (h.ur_w) {
+    check_hint(h.ur_w >= 1 && h.ur_w <= fit, "ur_w " + std::to_string(h.ur_w) +
+                                                 " does not fit the register file");
+    ur = h.ur_w;
+  }
+  pl.ur_w = ur;
+  pl.oc_vectors = oc;
+  pl.ic_unroll = 1;
+  pl.ic_vectors = ceil_div(pl.ic_per_group, pl.lanes);
+  pl.ic_tail_lanes = static_cast<int>(pl.ic_per_group % pl.lanes);
 }
 
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
@@ -123,8 +163,10 @@ BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
   BlockKind k;
   k.vectors = vectors;
   k.mask_lanes = mask_lanes;
-  k.wei_ic_step = int64_t{vectors} * pl.lanes;
-  const int64_t per_tap = pl.ic_per_group * k.wei_ic_step;
+  const bool dot = pl.algorithm == Algorithm::dot;
+  k.wei_ic_step = dot ? pl.lanes : int64_t{vectors} * pl.lanes;  // dot: one input-channel vector
+  k.wei_k_floats = dot ? vectors * pl.ic_vectors * pl.lanes : pl.ic_per_group * k.wei_ic_step;
+  const int64_t per_tap = k.wei_k_floats;
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
   k.wei_tap_step[2] = ax.tap_k_step * per_tap;
   k.wei_tap_step[1] = ay.tap_k_step * ax.kernel * per_tap;
@@ -169,7 +211,13 @@ std::string make_name(const Plan& pl, const Problem& p) {
 }  // namespace
 
 const char* to_string(Algorithm a) {
-  return a == Algorithm::gemm ? "gemm" : a == Algorithm::depthwise ? "depthwise" : "direct";
+  switch (a) {
+    case Algorithm::direct: return "direct";
+    case Algorithm::gemm: return "gemm";
+    case Algorithm::depthwise: return "depthwise";
+    case Algorithm::dot: return "dot";
+  }
+  return "?";
 }
 
 const char* to_string(LayoutPath l) {
@@ -178,15 +226,14 @@ const char* to_string(LayoutPath l) {
     case LayoutPath::ncx_row_buffer: return "ncx_row_buffer";
     case LayoutPath::ncx_in_kernel: return "ncx_in_kernel";
     case LayoutPath::ncx_via_scratch: return "ncx_via_scratch";
+    case LayoutPath::ncx_src_copy: return "ncx_src_copy";
   }
   return "?";
 }
 
 int64_t Plan::packed_weights_floats() const {
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
-  const int64_t per_vec = taps * ic_per_group * lanes;
-  const int64_t per_group = ((oc_blocks - 1) * main.vectors + last.vectors) * per_vec;
-  return groups * per_group;
+  return groups * taps * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
 }
 
 namespace {
@@ -204,6 +251,9 @@ void set_strides(Plan& pl) {
   const int64_t in_sp = a[0].in * a[1].in * a[2].in, out_sp = a[0].out * a[1].out * a[2].out;
   if (pl.layout == LayoutPath::ncx_in_kernel) {
     pl.src_c = in_sp, pl.src_x = 1, pl.src_n = pl.src_channels * in_sp;
+    pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = pl.dst_channels * out_sp;
+  } else if (pl.layout == LayoutPath::ncx_src_copy) {
+    pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
     pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = pl.dst_channels * out_sp;
   } else {
     pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
@@ -255,6 +305,15 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.block_over_batch = choose_batch_blocking(pl);
 
   const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
+  if (pl.algorithm == Algorithm::dot) {
+    choose_dot_tile(pl, h);
+    pl.oc_blocks = 1;
+    pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
+    choose_threading(pl, p, h);
+    set_strides(pl);
+    pl.name = make_name(pl, p);
+    return pl;
+  }
   choose_tile(pl, h, n_vec);
   pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
   pl.main = make_kind(pl, pl.oc_vectors, 0);
@@ -283,6 +342,8 @@ std::string Plan::to_json() const {
   j["oc_blocks"] = oc_blocks;
   j["last_block"] = {{"vectors", last.vectors}, {"mask_lanes", last.mask_lanes}};
   j["reduction"] = ic_per_group;
+  j["ic_vectors"] = ic_vectors;
+  j["ic_tail_lanes"] = ic_tail_lanes;
   for (int i = 0; i < 3; ++i) {
     const Axis& a = axes[i];
     j["axes"].push_back({{"in", a.in}, {"kernel", a.kernel}, {"stride", a.stride},

@@ -15,11 +15,14 @@ namespace deconvjit::detail {
 // gemm:   kernel == stride on the innermost axis, no padding: the x taps fold into the channel
 //         dimension, so each input pixel produces one contiguous run of Kx*C_OUT outputs.
 // depthwise: one channel per group; channels become the vector dimension, inputs are loaded as vectors.
-enum class Algorithm { direct, gemm, depthwise };
+// dot:       very few output channels; input channels become the vector dimension and each output is a
+//            horizontal sum, so lanes stay full when C_OUT/G is 1..4.
+enum class Algorithm { direct, gemm, depthwise, dot };
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
-enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch };
+// src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
+enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy };
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
 
@@ -34,8 +37,9 @@ struct Axis {
 // A register-block kind: the full-width one, and the last block along the channel vectors (fewer vectors
 // and/or a masked last vector). Emitted once per pixel count 1..ur_w.
 struct BlockKind {
-  int vectors = 0;      // output-channel vectors held per pixel
+  int vectors = 0;      // output-channel vectors held per pixel (dot: output channels per pixel)
   int mask_lanes = 0;   // lanes of the last vector that are real (0 = all)
+  int64_t wei_k_floats = 0;               // packed floats per kernel position
   std::array<int64_t, 3> wei_tap_step{};  // floats between consecutive taps of a phase (z, y, x)
   int64_t wei_ic_step = 0;                // floats between consecutive input channels
 };
@@ -64,6 +68,8 @@ struct Plan {
   int64_t oc_per_group = 1;     // vector-dimension length per group (C_OUT/G, or Kx*C_OUT for gemm)
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
+  int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
+  int ic_tail_lanes = 0;        // dot: real lanes of the last input-channel vector (0 = all)
   BlockKind main, last;         // last == main when there is no tail
 
   // Element strides of the buffers the kernel touches: image, channel, x pixel (z and y follow x).

@@ -101,6 +101,9 @@ struct Options {
   Isa max_isa = Isa::best;   // a cap; DECONVJIT_MAX_ISA caps it further
   bool use_cache = true;     // the in-memory kernel cache
   TuningHints hints;
+  // The on-disk kernel cache (docs/CACHE.md): compiled code kept across processes.
+  bool use_disk_cache = true;
+  std::optional<std::string> cache_dir;  // unset = default_cache_dir(); empty = disabled
 };
 
 struct CacheStats {
@@ -110,6 +113,28 @@ struct CacheStats {
 CacheStats cache_stats();
 void cache_clear();
 void cache_set_capacity(size_t capacity);  // 0 disables the cache
+
+// The on-disk kernel cache. Its directory: DECONVJIT_CACHE_DIR if set (set but empty = disabled), else
+// $XDG_CACHE_HOME/deconvjit, else ~/.cache/deconvjit ("" = disabled).
+std::string default_cache_dir();
+
+// What compile(d, options) would find on disk, without compiling or writing anything.
+struct DiskCacheLookup {
+  std::string path;     // the entry's file; empty when the disk cache is disabled
+  bool usable = false;  // a valid entry that compile() would load
+  std::string reason;   // when not usable: "absent", or why the entry is rejected or ignored
+};
+DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& options = {});
+
+// One entry file, checked exactly as compile() checks it before loading.
+struct DiskCacheEntry {
+  std::string path, descriptor, isa, kernel_name, library_version;
+  uint64_t file_size = 0, code_size = 0;
+  bool valid = false;
+  std::string error;  // why it would be rejected or ignored; empty when valid
+};
+std::vector<DiskCacheEntry> disk_cache_entries(const std::string& dir);  // sorted by file name
+size_t disk_cache_clear(const std::string& dir);  // removes entries and stale temporaries; returns count
 
 class Kernel;
 

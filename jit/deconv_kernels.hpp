@@ -1,5 +1,4 @@
-// The direct / gemm kernel family: one output row segment of one stride phase per call.
-// Reads only the Plan; every shape decision was made there.
+// Entry to the kernel emitters: the plan's algorithm picks the family; each reads only the Plan.
 #pragma once
 
 #include <array>
@@ -18,6 +17,10 @@ struct EmittedCode {
   std::array<std::vector<size_t>, 2> entries;
 };
 
-EmittedCode emit_direct(const detail::Plan& plan);
+EmittedCode emit_kernel(const detail::Plan& plan);
+
+// The families (one file each).
+EmittedCode emit_direct(const detail::Plan& plan);  // direct, gemm, depthwise
+EmittedCode emit_dot(const detail::Plan& plan);     // dot
 
 }  // namespace deconvjit::jit

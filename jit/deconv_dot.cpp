@@ -1,0 +1,133 @@
+// The dot family, for very few output channels: the vector lanes run over input channels, each output
+// channel of each pixel keeps one accumulator, and a horizontal sum finishes every output. Register
+// block = ur_w pixels x C_OUT/G accumulators.
+#include <cassert>
+
+#include "jit/row_kernel.hpp"
+#include "runtime/cpu.hpp"
+
+namespace deconvjit::jit {
+namespace {
+
+using namespace Xbyak;
+using detail::Plan;
+
+class DotGenerator : public RowKernelGenerator {
+ public:
+  using RowKernelGenerator::RowKernelGenerator;
+
+ private:
+  int n_oc() const { return bk_->vectors; }
+  Xmm acc(int p, int o) const { return vreg(p * n_oc() + o); }
+  Xmm wvec(int o) const { return vreg(w_ * n_oc() + o); }
+  Xmm xvec() const { return vreg(w_ * n_oc() + n_oc()); }
+  int64_t full_vectors() const { return pl_.ic_vectors - (pl_.ic_tail_lanes ? 1 : 0); }
+
+  void emit_prologue() override {
+    assert(w_ * n_oc() + n_oc() + 1 <= detail::vector_registers(pl_.isa));
+    assert(pl_.src_ic_stride == 1);
+    if (zmm() && pl_.ic_tail_lanes) {
+      mov(eax, (1u << pl_.ic_tail_lanes) - 1);
+      kmovw(k1, eax);
+    }
+  }
+
+  void emit_zero() override {
+    for (int p = 0; p < w_; ++p)
+      for (int o = 0; o < n_oc(); ++o) vxorps(acc(p, o), acc(p, o), acc(p, o));
+  }
+
+  int64_t reduction_src_bytes() const override { return full_vectors() * vbytes(); }
+  int64_t reduction_wei_bytes() const override { return full_vectors() * vbytes(); }
+
+  void emit_reduction() override {
+    const int64_t full = full_vectors();
+    if (full == 1) {
+      emit_step(false);
+      add(r_sx, vbytes());
+      add(r_wx, vbytes());
+    } else if (full > 1) {
+      Label l_ic;
+      mov(r_ic, full);
+      L(l_ic);
+      emit_step(false);
+      add(r_sx, vbytes());
+      add(r_wx, vbytes());
+      dec(r_ic);
+      jnz(l_ic, T_NEAR);
+    }
+    if (pl_.ic_tail_lanes) emit_step(true);  // at the pointers the full vectors left
+  }
+
+  // One input-channel vector: C_OUT weight vectors, one input vector per pixel. The tail vector is
+  // loaded under a mask (zeroing the lanes past the last channel, which may lie past the buffer); its
+  // weights are zero-padded.
+  void emit_step(bool tail) {
+    const int64_t oc_stride = pl_.ic_vectors * vbytes();
+    for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + o * oc_stride]);
+    for (int p = 0; p < w_; ++p) {
+      const Address a = ptr[r_sx + p * pl_.src_pix_stride * kFloat];
+      if (!tail) {
+        vmovups(xvec(), a);
+      } else if (zmm()) {
+        vmovups(Zmm(xvec().getIdx()) | k1 | T_z, a);
+      } else {
+        vmovups(xvec(), ptr[rip + l_mask_]);
+        vmaskmovps(Ymm(xvec().getIdx()), Ymm(xvec().getIdx()), a);
+      }
+      for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(p, o), wvec(o), xvec());
+    }
+  }
+
+  // Sum of the lanes of vector register i into its lowest lane; t is clobbered.
+  void horizontal_sum(int i, int t) {
+    if (zmm()) {
+      vextractf64x4(Ymm(t), Zmm(i), 1);
+      vaddps(Ymm(i), Ymm(i), Ymm(t));
+      vextractf32x4(Xmm(t), Ymm(i), 1);
+    } else {
+      vextractf128(Xmm(t), Ymm(i), 1);
+    }
+    vaddps(Xmm(i), Xmm(i), Xmm(t));
+    vmovhlps(Xmm(t), Xmm(t), Xmm(i));
+    vaddps(Xmm(i), Xmm(i), Xmm(t));
+    vmovshdup(Xmm(t), Xmm(i));
+    vaddss(Xmm(i), Xmm(i), Xmm(t));
+  }
+
+  void emit_store() override {
+    mov(r_sx, r_dst);
+    for (int p = 0; p < w_; ++p) {
+      for (int o = 0; o < n_oc(); ++o) {
+        horizontal_sum(acc(p, o).getIdx(), xvec().getIdx());
+        vmovss(ptr[r_sx + o * pl_.dst_c * kFloat], Xmm(acc(p, o).getIdx()));
+      }
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * kFloat, r_ic);
+    }
+  }
+
+  void emit_tables() override {
+    align(32);
+    L(l_mask_);
+    for (int i = 0; i < 8; ++i) dd(i < pl_.ic_tail_lanes ? 0xffffffffu : 0u);
+  }
+
+  Label l_mask_;
+};
+
+size_t code_bound(const Plan& pl) {
+  size_t total = 4096;
+  const size_t oc = pl.main.vectors;
+  for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w)
+    total += 512 + 2 * (oc + 2 * w + w * oc) * 12 + w * oc * 10 * 12;
+  return total;
+}
+
+}  // namespace
+
+EmittedCode emit_dot(const Plan& plan) {
+  DotGenerator gen(plan, code_bound(plan));
+  return gen.run();
+}
+
+}  // namespace deconvjit::jit

@@ -1,0 +1,92 @@
+#include "jit/row_kernel.hpp"
+
+namespace deconvjit::jit {
+
+using namespace Xbyak;
+using Off = KernelArgsOffsets;
+
+EmittedCode RowKernelGenerator::run() {
+  EmittedCode out;
+  const int kinds = pl_.has_tail() ? 2 : 1;
+  for (int kind = 0; kind < kinds; ++kind) {
+    const detail::BlockKind& bk = kind == 0 ? pl_.main : pl_.last;
+    for (int w = 1; w <= pl_.ur_w; ++w) {
+      align(16);
+      out.entries[kind].push_back(getSize());
+      emit_function(bk, w);
+    }
+  }
+  if (kinds == 1) out.entries[1] = out.entries[0];
+  emit_tables();
+  out.bytes = bytes();
+  return out;
+}
+
+void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
+  bk_ = &bk;
+  w_ = w;
+  preamble();
+  emit_prologue();
+  mov(r_src, ptr[r_args + Off::src]);
+  mov(r_dst, ptr[r_args + Off::dst]);
+  mov(r_nblk, ptr[r_args + Off::nblocks]);
+  Label l_block, l_done;
+  test(r_nblk, r_nblk);
+  jle(l_done, T_NEAR);
+  L(l_block);
+  emit_zero();
+  emit_tap_loops();
+  emit_store();
+  add_imm(r_src, int64_t{w_} * pl_.src_pix_stride * kFloat, r_ic);
+  add_imm(r_dst, int64_t{w_} * pl_.dst_pix_stride * kFloat, r_ic);
+  dec(r_nblk);
+  jnz(l_block, T_NEAR);
+  L(l_done);
+  postamble();
+}
+
+// z, y, x loops over the valid taps of the phase; counts come from the caller, steps are constants.
+void RowKernelGenerator::emit_tap_loops() {
+  Label lz, ly, lx, z_next, y_next, l_end;
+  mov(r_sz, r_src);
+  mov(r_wz, ptr[r_args + Off::wei]);
+  mov(r_cz, ptr[r_args + Off::nz]);
+  test(r_cz, r_cz);
+  jle(l_end, T_NEAR);
+  L(lz);
+  mov(r_sy, r_sz);
+  mov(r_wy, r_wz);
+  mov(r_cy, ptr[r_args + Off::ny]);
+  test(r_cy, r_cy);
+  jle(z_next, T_NEAR);
+  L(ly);
+  mov(r_sx, r_sy);
+  mov(r_wx, r_wy);
+  mov(r_cx, ptr[r_args + Off::nx]);
+  test(r_cx, r_cx);
+  jle(y_next, T_NEAR);
+  L(lx);
+  emit_reduction();
+  // The reduction left r_sx / r_wx further on; step to the next tap from there.
+  add_imm(r_sx, pl_.src_tap_step[2] * kFloat - reduction_src_bytes(), r_ic);
+  add_imm(r_wx, bk_->wei_tap_step[2] * kFloat - reduction_wei_bytes(), r_ic);
+  dec(r_cx);
+  jnz(lx, T_NEAR);
+  L(y_next);
+  add_imm(r_sy, pl_.src_tap_step[1] * kFloat, r_ic);
+  add_imm(r_wy, bk_->wei_tap_step[1] * kFloat, r_ic);
+  dec(r_cy);
+  jnz(ly, T_NEAR);
+  L(z_next);
+  add_imm(r_sz, pl_.src_tap_step[0] * kFloat, r_ic);
+  add_imm(r_wz, bk_->wei_tap_step[0] * kFloat, r_ic);
+  dec(r_cz);
+  jnz(lz, T_NEAR);
+  L(l_end);
+}
+
+EmittedCode emit_kernel(const detail::Plan& plan) {
+  return plan.algorithm == detail::Algorithm::dot ? emit_dot(plan) : emit_direct(plan);
+}
+
+}  // namespace deconvjit::jit

@@ -1,0 +1,354 @@
+// The on-disk kernel cache: directory policy, safe reads and atomic writes of entries, the compile() hook,
+// and the public listing / clearing functions. The entry format itself lives in disk_cache_entry.cpp.
+#include "runtime/disk_cache.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+
+namespace deconvjit {
+namespace detail {
+namespace {
+
+// An entry is a few hundred KiB at most; anything far larger is not ours and is not read into memory.
+constexpr off_t kMaxEntryBytes = off_t{256} << 20;
+
+bool verbose() {
+  const char* e = std::getenv("DECONVJIT_VERBOSE");
+  return e && *e && std::strcmp(e, "0") != 0;
+}
+
+// One warning per subject and process: a model with many layers must not repeat the same complaint.
+void warn_once(const std::string& subject, const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(subject).second) std::fprintf(stderr, "deconvjit: warning: %s\n", message.c_str());
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Why a file or directory we did not make private must not be trusted ("" when it may be).
+std::string ownership_problem(const struct stat& st) {
+  if (st.st_uid != geteuid())
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+  return "";
+}
+
+// mkdir -p; the directories this creates are private (0700) whatever the umask.
+bool make_dirs(const std::string& dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string part = dir.substr(0, pos);
+    if (::mkdir(part.c_str(), 0700) == 0) {
+      ::chmod(part.c_str(), 0700);
+    } else if (errno != EEXIST) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The directory may be used: it exists (or, with `create`, was created) and only this user can write
+// into it.
+bool dir_usable(const std::string& dir, bool create) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT && !create) return false;
+    if (errno != ENOENT || !make_dirs(dir) || ::stat(dir.c_str(), &st) != 0) {
+      warn_once("dir:" + dir, "kernel cache directory '" + dir + "' cannot be created (" + errno_text() +
+                                  "); the disk cache is off");
+      return false;
+    }
+  }
+  std::string why = S_ISDIR(st.st_mode) ? ownership_problem(st) : "not a directory";
+  if (why.empty()) return true;
+  warn_once("dir:" + dir, "kernel cache directory '" + dir + "' is " + why + "; the disk cache is off");
+  return false;
+}
+
+enum class FileState { Absent, Ignored, Invalid, Read };
+
+struct FileRead {
+  FileState state = FileState::Absent;
+  std::string reason;
+  std::vector<uint8_t> bytes;
+};
+
+bool read_all(int fd, std::vector<uint8_t>& out, size_t size) {
+  out.resize(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, out.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);  // a file shrinking under us shows up as a truncated entry
+  return true;
+}
+
+// Reads an entry without following links and only if this user alone could have written it.
+FileRead read_entry_file(const std::string& path) {
+  FileRead r;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return r;
+    r.state = errno == ELOOP ? FileState::Ignored : FileState::Invalid;
+    r.reason = errno == ELOOP ? "is a symbolic link" : "cannot be opened: " + errno_text();
+    return r;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    r = {FileState::Invalid, "cannot be examined: " + errno_text(), {}};
+  } else if (!S_ISREG(st.st_mode)) {
+    r = {FileState::Ignored, "is not a regular file", {}};
+  } else if (std::string why = ownership_problem(st); !why.empty()) {
+    r = {FileState::Ignored, "is " + why, {}};
+  } else if (st.st_size > kMaxEntryBytes) {
+    r = {FileState::Invalid, "is too large to be an entry", {}};
+  } else {
+    r.state = FileState::Read;
+    read_all(fd, r.bytes, static_cast<size_t>(st.st_size));
+  }
+  ::close(fd);
+  return r;
+}
+
+enum class EntryState { Absent, Ignored, Invalid, Valid };
+
+struct Lookup {
+  EntryState state = EntryState::Absent;
+  std::string reason;
+  ValidEntry entry;
+};
+
+Lookup lookup_entry(const std::string& path, const EntryExpectation& want) {
+  FileRead f = read_entry_file(path);
+  Lookup l;
+  l.reason = f.reason;
+  if (f.state == FileState::Absent) return l;
+  if (f.state == FileState::Ignored) {
+    warn_once("entry:" + path, "ignoring kernel cache entry '" + path + "': it " + f.reason);
+    l.state = EntryState::Ignored;
+    return l;
+  }
+  l.state = EntryState::Invalid;
+  if (f.state == FileState::Invalid) return l;
+  try {
+    l.entry = validate_entry(f.bytes, want);
+    l.state = EntryState::Valid;
+  } catch (const std::exception& e) {
+    l.reason = e.what();
+  }
+  return l;
+}
+
+KernelPtr map_entry(const Problem& p, ValidEntry&& v) {
+  auto k = std::make_shared<CompiledKernel>();
+  k->problem = p;
+  k->plan = std::move(v.plan);
+  k->code = std::make_unique<jit::CodeBuffer>(v.code.data(), v.code.size());  // RW copy, then RX
+  for (int kind = 0; kind < 2; ++kind)
+    for (size_t off : v.entries[kind])
+      k->fns[kind].push_back(reinterpret_cast<jit::KernelFn>(
+          reinterpret_cast<uintptr_t>(k->code->data() + off)));
+  k->schedule = build_schedule(k->plan);
+  k->compile_ms = 0;  // served from a cache, as Kernel::compile_ms documents
+  return k;
+}
+
+bool write_all(int fd, const uint8_t* p, size_t left) {
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// A name no other thread or process will pick: pid, a per-process random value and a counter.
+std::string temp_name(const std::string& dir, const std::string& file) {
+  static const uint64_t salt = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+  static std::atomic<uint64_t> counter{0};
+  char tail[64];
+  std::snprintf(tail, sizeof tail, ".tmp.%ld.%llx.%llu", static_cast<long>(::getpid()),
+                static_cast<unsigned long long>(salt), static_cast<unsigned long long>(++counter));
+  return dir + "/." + file + tail;
+}
+
+// Temporary file, fsync, rename: readers see the old entry, or the new one complete, never a mixture.
+void write_entry(const std::string& dir, const std::string& file, const std::vector<uint8_t>& bytes) {
+  const std::string tmp = temp_name(dir, file);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create '" + tmp + "': " + errno_text());
+  bool ok = ::fchmod(fd, 0600) == 0 && write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
+  std::string why = ok ? "" : errno_text();
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    why = errno_text();
+  }
+  if (ok && ::rename(tmp.c_str(), (dir + '/' + file).c_str()) != 0) {
+    ok = false;
+    why = errno_text();
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write '" + dir + '/' + file + "': " + why);
+  }
+}
+
+void store(const std::string& dir, const std::string& file, const CompiledKernel& k, Isa isa,
+           const TuningHints& hints, const std::string& key) {
+  try {
+    write_entry(dir, file, encode_entry(k, isa, hints, key));
+  } catch (const std::exception& e) {
+    warn_once("write:" + dir, std::string("kernel cache: ") + e.what());
+  }
+}
+
+bool is_entry_name(const std::string& n) {
+  return n.size() == 20 && n[0] != '.' && n.compare(16, 4, ".djk") == 0;
+}
+bool is_temp_name(const std::string& n) {
+  return n.size() > 1 && n[0] == '.' && n.find(".djk.tmp.") != std::string::npos;
+}
+
+std::vector<std::string> dir_names(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) {
+    if (errno == ENOENT) return names;
+    throw Error(Error::Kind::Io, "cannot read kernel cache directory '" + dir + "': " + errno_text());
+  }
+  while (const dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+DiskCacheEntry describe_entry(const std::string& dir, const std::string& name) {
+  DiskCacheEntry out;
+  out.path = dir + '/' + name;
+  struct stat st;
+  if (::lstat(out.path.c_str(), &st) == 0) out.file_size = static_cast<uint64_t>(st.st_size);
+  const FileRead f = read_entry_file(out.path);
+  if (f.state != FileState::Read) {
+    out.error = (f.state == FileState::Ignored ? "ignored: it " : "unreadable: it ") + f.reason;
+    return out;
+  }
+  try {
+    const EntryClaims c = read_claims(f.bytes);
+    out.descriptor = c.descriptor;
+    out.isa = c.isa;
+    out.library_version = c.version;
+    out.kernel_name = c.kernel_name;
+    out.code_size = c.code_size;
+    const EntryExpectation want = expectation_from_claims(c);
+    if (entry_file_name(want.key) != name) throw std::runtime_error("file name does not match its key");
+    validate_entry(f.bytes, want);
+    out.valid = true;
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string disk_cache_dir(const Options& o) {
+  if (!o.use_disk_cache) return "";
+  return o.cache_dir ? *o.cache_dir : default_cache_dir();
+}
+
+KernelPtr build_or_load(const Problem& p, Isa isa, const Options& o) {
+  const std::string dir = disk_cache_dir(o);
+  if (dir.empty() || !dir_usable(dir, true)) return build_kernel(p, make_plan(p, isa, o.hints));
+  const EntryExpectation want{p, isa, o.hints, disk_key(p.canonical, isa, o.hints)};
+  const std::string file = entry_file_name(want.key);
+  Lookup l = lookup_entry(dir + '/' + file, want);
+  if (l.state == EntryState::Valid) {
+    try {
+      return map_entry(p, std::move(l.entry));
+    } catch (const std::exception& e) {
+      l.reason = e.what();  // could not map it: compile instead, and keep the (valid) entry
+      l.state = EntryState::Ignored;
+    }
+  }
+  if (verbose() && l.state != EntryState::Absent)
+    std::fprintf(stderr, "deconvjit: disk cache entry %s/%s not used: %s\n", dir.c_str(), file.c_str(),
+                 l.reason.c_str());
+  KernelPtr k = build_kernel(p, make_plan(p, isa, o.hints));
+  // Someone else's or an unsafe file is left alone; a missing or rejected one is (re)written.
+  if (l.state != EntryState::Ignored) store(dir, file, *k, isa, o.hints, want.key);
+  return k;
+}
+
+}  // namespace detail
+
+std::string default_cache_dir() {
+  if (const char* v = std::getenv("DECONVJIT_CACHE_DIR")) return v;  // set but empty: disabled
+  // XDG says a relative XDG_CACHE_HOME is invalid and must be ignored.
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/deconvjit";
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/') return std::string(h) + "/.cache/deconvjit";
+  return "";
+}
+
+DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& options) {
+  const Problem p = resolve(d);
+  const Isa isa = resolve_isa(options.max_isa);
+  DiskCacheLookup out;
+  const std::string dir = detail::disk_cache_dir(options);
+  if (dir.empty()) {
+    out.reason = "the disk cache is disabled";
+    return out;
+  }
+  if (!detail::dir_usable(dir, /*create=*/false)) {
+    out.reason = "the cache directory is absent or unsafe";
+    return out;
+  }
+  const std::string key = detail::disk_key(p.canonical, isa, options.hints);
+  out.path = dir + '/' + detail::entry_file_name(key);
+  const detail::Lookup l = detail::lookup_entry(out.path, {p, isa, options.hints, key});
+  out.usable = l.state == detail::EntryState::Valid;
+  out.reason = l.state == detail::EntryState::Absent ? "absent" : l.reason;
+  return out;
+}
+
+std::vector<DiskCacheEntry> disk_cache_entries(const std::string& dir) {
+  std::vector<DiskCacheEntry> out;
+  for (const std::string& name : detail::dir_names(dir))
+    if (detail::is_entry_name(name)) out.push_back(detail::describe_entry(dir, name));
+  return out;
+}
+
+size_t disk_cache_clear(const std::string& dir) {
+  size_t removed = 0;
+  for (const std::string& name : detail::dir_names(dir)) {
+    if (!detail::is_entry_name(name) && !detail::is_temp_name(name)) continue;
+    const std::string path = dir + '/' + name;
+    if (::unlink(path.c_str()) == 0) {
+      ++removed;
+    } else if (errno != ENOENT) {
+      throw Error(Error::Kind::Io, "cannot remove '" + path + "': " + detail::errno_text());
+    }
+  }
+  return removed;
+}
+
+}  // namespace deconvjit

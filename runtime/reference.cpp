@@ -1,0 +1,169 @@
+// The scalar oracle (semantics.md section 4), in the gather form: every output element is written exactly
+// once, as a double-precision sum over the (input position, tap) pairs that land on it. It trusts only the
+// resolved Problem, so it stays independent of the planner and the JIT.
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "deconvjit/deconvjit.hpp"
+
+namespace deconvjit {
+namespace {
+
+constexpr int kAxes = 3;  // every problem is lifted to 3 spatial axes; missing outer axes have size 1
+
+// One input position i and tap k that reach a given output position on one axis.
+struct Tap {
+  int64_t i, k;
+};
+
+// For each output position o on one axis, the (i, k) with o + pb - k*d == i*s and 0 <= i < X.
+// Computed once per axis so the inner loops only visit contributing pairs.
+std::vector<std::vector<Tap>> taps_per_output(int64_t X, int64_t K, int64_t s, int64_t d, int64_t pb,
+                                              int64_t Y) {
+  std::vector<std::vector<Tap>> taps(static_cast<size_t>(Y));
+  for (int64_t o = 0; o < Y; ++o) {
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t t = o + pb - k * d;  // = i*s; may be negative when pads are negative or o is small
+      if (t < 0 || t % s != 0) continue;  // t >= 0 first, so % and / never see a negative operand
+      const int64_t i = t / s;
+      if (i < X) taps[static_cast<size_t>(o)].push_back({i, k});
+    }
+  }
+  return taps;
+}
+
+// Element strides of the operands in the user's layouts, with spatial axes lifted to 3.
+struct Geometry {
+  std::array<int64_t, kAxes> in{}, k{}, out{};
+  int64_t cin = 0, cout = 0, cig = 0, cog = 0;
+  // src/dst: offset = n*batch + c*chan + z*sp[0] + y*sp[1] + x*sp[2]
+  int64_t src_batch = 0, src_chan = 0, dst_batch = 0, dst_chan = 0;
+  std::array<int64_t, kAxes> src_sp{}, dst_sp{};
+  // weights: offset = ci*w_ci + co_in_group*w_co + kz*w_k[0] + ky*w_k[1] + kx*w_k[2]
+  int64_t w_ci = 0, w_co = 0;
+  std::array<int64_t, kAxes> w_k{};
+};
+
+// Row-major strides of a 3-axis spatial box in which each point holds `inner` elements.
+std::array<int64_t, kAxes> box_strides(const std::array<int64_t, kAxes>& dims, int64_t inner) {
+  std::array<int64_t, kAxes> st{};
+  int64_t acc = inner;
+  for (int a = kAxes - 1; a >= 0; --a) {
+    st[a] = acc;
+    acc *= dims[a];
+  }
+  return st;
+}
+
+int64_t volume(const std::array<int64_t, kAxes>& dims) { return dims[0] * dims[1] * dims[2]; }
+
+// Activations: NCX puts channels outside the spatial box, NXC inside it.
+void activation_strides(DataFormat f, const std::array<int64_t, kAxes>& dims, int64_t channels,
+                        int64_t& batch, int64_t& chan, std::array<int64_t, kAxes>& sp) {
+  batch = channels * volume(dims);
+  if (f == DataFormat::NCX) {
+    chan = volume(dims);
+    sp = box_strides(dims, 1);
+  } else {
+    chan = 1;
+    sp = box_strides(dims, channels);
+  }
+}
+
+Geometry make_geometry(const Problem& p) {
+  Geometry g;
+  const int lift = kAxes - p.spatial_rank;
+  for (int a = 0; a < kAxes; ++a) {
+    const bool real = a >= lift;
+    g.in[a] = real ? p.in[a - lift] : 1;
+    g.k[a] = real ? p.kernel[a - lift] : 1;
+    g.out[a] = real ? p.out[a - lift] : 1;
+  }
+  g.cin = p.c_in;
+  g.cout = p.c_out;
+  g.cig = p.c_in_per_group();
+  g.cog = p.c_out_per_group();
+  activation_strides(p.data_format, g.in, g.cin, g.src_batch, g.src_chan, g.src_sp);
+  activation_strides(p.data_format, g.out, g.cout, g.dst_batch, g.dst_chan, g.dst_sp);
+  if (p.weights_format == WeightsFormat::XIO) {  // [K..., C_OUT/G, C_IN]
+    g.w_ci = 1;
+    g.w_co = g.cin;
+    g.w_k = box_strides(g.k, g.cog * g.cin);
+  } else {  // OIX [C_IN, C_OUT/G, K...]; GOIX [G, C_IN/G, C_OUT/G, K...] is the same memory
+    g.w_k = box_strides(g.k, 1);
+    g.w_co = volume(g.k);
+    g.w_ci = g.cog * g.w_co;
+  }
+  return g;
+}
+
+// Per-axis tap lists, padded to 3 axes (a lifted axis has the single pair i = 0, k = 0).
+std::array<std::vector<std::vector<Tap>>, kAxes> axis_taps(const Problem& p, const Geometry& g) {
+  std::array<std::vector<std::vector<Tap>>, kAxes> taps;
+  const int lift = kAxes - p.spatial_rank;
+  for (int a = 0; a < kAxes; ++a) {
+    if (a < lift) {
+      taps[a] = {{Tap{0, 0}}};
+      continue;
+    }
+    const int r = a - lift;
+    taps[a] = taps_per_output(g.in[a], g.k[a], p.stride[r], p.dilation[r], p.pads_begin[r], g.out[a]);
+  }
+  return taps;
+}
+
+// Writes sum and sum of |terms| for every output element; `abs_sum` may be null.
+void gather(const Problem& p, const float* src, const float* weights, double* dst, double* abs_sum) {
+  const Geometry g = make_geometry(p);
+  const auto taps = axis_taps(p, g);
+  for (int64_t n = 0; n < p.batch; ++n) {
+    for (int64_t oz = 0; oz < g.out[0]; ++oz) {
+      for (int64_t oy = 0; oy < g.out[1]; ++oy) {
+        for (int64_t ox = 0; ox < g.out[2]; ++ox) {
+          const auto& tz = taps[0][oz];
+          const auto& ty = taps[1][oy];
+          const auto& tx = taps[2][ox];
+          const int64_t dst_at = n * g.dst_batch + oz * g.dst_sp[0] + oy * g.dst_sp[1] + ox * g.dst_sp[2];
+          for (int64_t co = 0; co < g.cout; ++co) {
+            const int64_t grp = co / g.cog, co_g = co % g.cog;
+            double sum = 0.0, mag = 0.0;
+            for (int64_t ci = grp * g.cig; ci < (grp + 1) * g.cig; ++ci) {
+              const float* x = src + n * g.src_batch + ci * g.src_chan;
+              const float* w = weights + ci * g.w_ci + co_g * g.w_co;
+              for (const Tap& a : tz) {
+                for (const Tap& b : ty) {
+                  for (const Tap& c : tx) {
+                    const double term =
+                        static_cast<double>(x[a.i * g.src_sp[0] + b.i * g.src_sp[1] + c.i * g.src_sp[2]]) *
+                        static_cast<double>(w[a.k * g.w_k[0] + b.k * g.w_k[1] + c.k * g.w_k[2]]);
+                    sum += term;
+                    mag += std::fabs(term);
+                  }
+                }
+              }
+            }
+            dst[dst_at + co * g.dst_chan] = sum;
+            if (abs_sum) abs_sum[dst_at + co * g.dst_chan] = mag;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void reference(const Problem& p, const float* src, const float* weights, float* dst) {
+  std::vector<double> acc(static_cast<size_t>(p.dst_elements()));
+  gather(p, src, weights, acc.data(), nullptr);
+  for (size_t e = 0; e < acc.size(); ++e) dst[e] = static_cast<float>(acc[e]);
+}
+
+void reference_with_bound(const Problem& p, const float* src, const float* weights, double* dst,
+                          double* abs_sum) {
+  gather(p, src, weights, dst, abs_sum);
+}
+
+}  // namespace deconvjit

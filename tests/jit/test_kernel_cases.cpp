@@ -1,0 +1,304 @@
+// Targeted JIT cases, each on AVX-512 and AVX2, each checked against the double-precision reference:
+// the seeds' worked examples, channel tails, zero phases, dilation, groups, depthwise, channel multipliers,
+// 1D/3D, negative pads, output_padding >= stride, output_shape (zero tail and crop) under every auto_pad,
+// both data formats, every weights format, batches (incl. blocking across images), the gemm route and
+// every NCX layout path. Plus the code-size bound: K=1024, s=256 compiles in milliseconds.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deconvjit/deconvjit.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/seed_examples.hpp"
+
+namespace deconvjit {
+namespace {
+
+using testing::DeconvTester;
+using V = std::vector<int64_t>;
+
+constexpr DataFormat kFormats[] = {DataFormat::NCX, DataFormat::NXC};
+constexpr WeightsFormat kWeightFormats[] = {WeightsFormat::OIX, WeightsFormat::XIO, WeightsFormat::GOIX};
+constexpr AutoPad kAutoPads[] = {AutoPad::Explicit, AutoPad::Valid, AutoPad::SameUpper, AutoPad::SameLower};
+
+// Keeps these tests about the JIT: no entries written to (or loaded from) the user's disk cache.
+class NoDiskCache {
+ public:
+  NoDiskCache() {
+    if (const char* v = std::getenv("DECONVJIT_CACHE_DIR")) saved_ = v;
+    setenv("DECONVJIT_CACHE_DIR", "", 1);
+  }
+  ~NoDiskCache() {
+    if (saved_) setenv("DECONVJIT_CACHE_DIR", saved_->c_str(), 1);
+    else unsetenv("DECONVJIT_CACHE_DIR");
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+class KernelCases : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(GetParam())) GTEST_SKIP() << "ISA " << to_string(GetParam()) << " is not available";
+  }
+  DeconvTester T() const { return DeconvTester().isa(GetParam()); }
+
+  // The plan the library makes for this tester's problem (to check that a case reaches the route it is
+  // meant to cover).
+  static nlohmann::json plan_of(const DeconvTester& t) {
+    return nlohmann::json::parse(compile(t.descriptor(), t.options()).plan_text());
+  }
+  NoDiskCache no_disk_cache_;
+};
+
+std::string isa_name(const ::testing::TestParamInfo<Isa>& info) { return to_string(info.param); }
+
+// ---- the seeds' worked examples -------------------------------------------------------------------------
+
+TEST_P(KernelCases, SeedExamples) {
+  for (const testing::SeedExample& e : testing::seed_examples()) {
+    SCOPED_TRACE(to_json(e.desc));
+    EXPECT_EQ(resolve(e.desc).dst_shape, e.dst);
+    DeconvTester(e.desc).isa(GetParam()).Test();
+  }
+}
+
+// The second example again in every layout combination (it is tiny).
+TEST_P(KernelCases, SeedExampleTwoInEveryLayout) {
+  for (DataFormat f : kFormats)
+    for (WeightsFormat w : kWeightFormats)
+      T().channels(20, 10).input({2, 2}).kernel({3, 3}).stride({3, 3}).output_padding({2, 2}).layout(f)
+          .weights_format(w).Test();
+}
+
+// ---- channels -------------------------------------------------------------------------------------------
+
+TEST_P(KernelCases, OutputChannelTails) {
+  for (int64_t c_out : {1, 3, 15, 17, 33, 47})
+    for (int64_t c_in : {5, 9})  // 9 input channels reach the few-output-channel (dot) family
+      for (DataFormat f : kFormats) {
+        SCOPED_TRACE("C_IN " + std::to_string(c_in) + " C_OUT " + std::to_string(c_out));
+        T().channels(c_in, c_out).input({5, 6}).kernel({3, 3}).stride({2, 2}).pads({1, 0}, {0, 1}).layout(f)
+            .Test();
+      }
+}
+
+TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
+  for (int64_t c_in : {1, 7, 37, 64})
+    for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();
+}
+
+TEST_P(KernelCases, Groups) {
+  for (DataFormat f : kFormats)
+    for (WeightsFormat w : kWeightFormats) {
+      T().groups(2).channels(6, 10).input({4, 5}).kernel({3, 3}).stride({2, 2}).layout(f).weights_format(w)
+          .Test();  // 3 in, 5 out per group
+      T().groups(3).channels(9, 21).input({5, 4}).kernel({2, 3}).stride({1, 2}).layout(f).weights_format(w)
+          .Test();  // 3 in, 7 out per group
+      T().groups(3).channels(3, 51).input({4, 4}).kernel({3, 3}).stride({2, 2}).layout(f).weights_format(w)
+          .Test();  // 1 in, 17 out per group: a channel tail inside every group
+    }
+}
+
+TEST_P(KernelCases, Depthwise) {
+  for (int64_t c : {7, 16, 37})
+    for (DataFormat f : kFormats)
+      for (WeightsFormat w : kWeightFormats) {
+        SCOPED_TRACE("C = G = " + std::to_string(c));
+        DeconvTester t = T().groups(c).channels(c, c).input({5, 6}).kernel({3, 3}).stride({2, 2})
+                             .pads({1, 1}, {1, 1}).layout(f).weights_format(w);
+        t.Test();
+        EXPECT_EQ(plan_of(t).at("algorithm"), "depthwise");
+      }
+  T().rank(1).groups(19).channels(19, 19).input({17}).kernel({5}).stride({3}).dilation({2}).Test();
+  T().rank(3).groups(5).channels(5, 5).input({3, 4, 3}).kernel({2, 3, 2}).stride({2, 1, 3}).batch(2)
+      .layout(DataFormat::NXC).Test();
+}
+
+TEST_P(KernelCases, ChannelMultiplier) {
+  for (int64_t g : {4, 8, 13})
+    for (DataFormat f : kFormats)
+      T().groups(g).channels(g, 2 * g).input({5, 5}).kernel({3, 3}).stride({2, 2}).layout(f).Test();
+}
+
+// ---- taps and phases ------------------------------------------------------------------------------------
+
+TEST_P(KernelCases, KernelSmallerThanStrideLeavesZeroPhases) {
+  for (DataFormat f : kFormats) {
+    T().channels(6, 11).input({4, 5}).kernel({1, 1}).stride({3, 3}).layout(f).Test();
+    T().channels(6, 11).input({4, 5}).kernel({2, 2}).stride({5, 5}).layout(f).Test();
+    T().channels(6, 11).input({4, 5}).kernel({2, 1}).stride({5, 3}).output_padding({4, 2}).layout(f).Test();
+    T().rank(1).channels(3, 20).input({9}).kernel({2}).stride({5}).pads({-2}, {3}).layout(f).Test();
+  }
+}
+
+TEST_P(KernelCases, Dilation) {
+  for (DataFormat f : kFormats) {
+    T().channels(5, 18).input({5, 6}).kernel({3, 3}).stride({2, 2}).dilation({2, 2}).layout(f).Test();  // gcd 2
+    T().channels(5, 18).input({5, 6}).kernel({3, 2}).stride({2, 4}).dilation({4, 2}).layout(f).Test();  // gcd 2
+    T().channels(5, 18).input({5, 6}).kernel({3, 3}).stride({3, 2}).dilation({2, 3}).layout(f).Test();  // gcd 1
+    T().channels(5, 18).input({5, 6}).kernel({4, 2}).stride({2, 3}).dilation({3, 6}).pads({2, 1}, {0, 3})
+        .layout(f).Test();
+  }
+}
+
+TEST_P(KernelCases, NegativePads) {
+  for (DataFormat f : kFormats) {
+    T().channels(4, 9).input({4, 5}).kernel({3, 3}).stride({2, 2}).pads({-1, -2}, {-2, -1}).layout(f).Test();
+    T().channels(4, 9).input({4, 5}).kernel({3, 3}).stride({2, 2}).pads({-2, 2}, {3, -3}).layout(f).Test();
+    T().rank(1).channels(4, 17).input({6}).kernel({4}).stride({3}).pads({-4}, {-4}).layout(f).Test();
+  }
+}
+
+TEST_P(KernelCases, OutputPaddingAtOrPastTheStride) {
+  for (DataFormat f : kFormats) {
+    T().channels(4, 9).input({3, 4}).kernel({3, 3}).stride({2, 2}).output_padding({2, 3}).layout(f).Test();
+    T().channels(4, 9).input({3, 4}).kernel({2, 2}).stride({3, 1}).output_padding({4, 1}).pads({1, 0}, {0, 0})
+        .layout(f).Test();
+  }
+}
+
+TEST_P(KernelCases, OutputShapeLargerAndSmallerUnderEveryAutoPad) {
+  for (AutoPad a : kAutoPads)
+    for (DataFormat f : kFormats) {
+      SCOPED_TRACE(to_string(a));
+      const DeconvTester base = T().channels(5, 13).input({4, 5}).kernel({3, 3}).stride({2, 2})
+                                    .pads({1, 0}, {0, 2}).auto_pad(a).layout(f);
+      const Problem natural = resolve(DeconvTester(base).descriptor());
+      const int64_t ny = natural.out[0], nx = natural.out[1];
+      DeconvTester(base).output_shape({ny + 3, nx + 5}).Test();  // zeros beyond the full result
+      DeconvTester(base).output_shape({ny - 2, nx - 3}).Test();  // crop
+      DeconvTester(base).output_shape({ny + 1, nx - 1}).Test();
+      DeconvTester(base).output_shape({3, 1}).Test();
+    }
+  // Full-rank output_shape (oneDNN Graph dst_shape), with the seeds' third example's zero tail in 1D.
+  T().rank(1).channels(6, 10).input({12}).kernel({3}).stride({1}).auto_pad(AutoPad::Valid).output_shape({1, 10, 30})
+      .Test();
+  T().rank(1).channels(6, 10).input({12}).kernel({3}).stride({1}).auto_pad(AutoPad::Valid)
+      .layout(DataFormat::NXC).output_shape({1, 30, 10}).Test();
+}
+
+// ---- ranks, batches and routes --------------------------------------------------------------------------
+
+TEST_P(KernelCases, OneAndThreeDimensions) {
+  for (DataFormat f : kFormats)
+    for (WeightsFormat w : kWeightFormats) {
+      T().rank(1).channels(7, 19).input({23}).kernel({4}).stride({3}).pads({1}, {2}).layout(f).weights_format(w)
+          .Test();
+      T().rank(3).channels(5, 9).input({3, 4, 5}).kernel({3, 2, 3}).stride({2, 2, 1}).pads({1, 0, 1}, {0, 1, 1})
+          .dilation({1, 2, 1}).layout(f).weights_format(w).Test();
+    }
+  T().rank(3).groups(2).channels(6, 10).input({4, 3, 3}).kernel({2, 2, 2}).stride({2, 2, 2}).batch(2).Test();
+}
+
+TEST_P(KernelCases, Batches) {
+  for (int64_t n = 1; n <= 5; ++n)
+    for (DataFormat f : kFormats) {
+      SCOPED_TRACE("N = " + std::to_string(n));
+      T().batch(n).channels(6, 20).input({5, 7}).kernel({3, 3}).stride({2, 2}).layout(f).Test();
+    }
+}
+
+// Several images and rows too short to fill a register block: the blocks run across images.
+TEST_P(KernelCases, BlockingAcrossImages) {
+  for (DataFormat f : kFormats)
+    for (int64_t c_out : {16, 21}) {
+      DeconvTester t = T().batch(5).channels(8, c_out).input({4, 4}).kernel({3, 3}).stride({1, 1}).layout(f);
+      t.Test();
+      EXPECT_TRUE(plan_of(t).at("block_over_batch").get<bool>()) << "the case no longer reaches the route";
+      T().batch(7).channels(3, c_out).input({3, 2}).kernel({2, 3}).stride({2, 2}).pads({0, 1}, {1, 0}).layout(f)
+          .Test();
+      T().batch(4).rank(1).channels(5, c_out).input({2}).kernel({4}).stride({3}).output_padding({1}).layout(f)
+          .Test();
+    }
+  for (const char* layout : {"row_buffer", "in_kernel", "scratch"}) {
+    if (std::string(layout) == "in_kernel" && GetParam() != Isa::avx512_core) continue;
+    TuningHints h;
+    h.layout = layout;
+    T().batch(6).channels(8, 20).input({3, 4}).kernel({3, 3}).stride({2, 1}).hints(h).Test();
+  }
+}
+
+// kernel == stride, no padding: the x taps fold into the channels (one GEMM per row).
+TEST_P(KernelCases, KernelEqualsStrideGemmRoute) {
+  const auto expect_gemm = [&](const DeconvTester& t) {
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "gemm") << to_json(t.descriptor());
+  };
+  expect_gemm(T().channels(8, 16).input({5, 6}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC));
+  expect_gemm(T().channels(7, 13).input({5, 6}).kernel({3, 3}).stride({3, 3}).layout(DataFormat::NXC));
+  expect_gemm(T().batch(3).channels(12, 24).input({4, 4}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC));
+  expect_gemm(T().batch(5).channels(8, 16).input({3, 3}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC));
+  expect_gemm(T().rank(3).batch(2).channels(6, 10).input({3, 3, 4}).kernel({2, 2, 2}).stride({2, 2, 2})
+                  .layout(DataFormat::NXC));
+  expect_gemm(T().rank(1).channels(9, 33).input({10}).kernel({4}).stride({4}).layout(DataFormat::NXC));
+  TuningHints scratch;
+  scratch.layout = "scratch";
+  expect_gemm(T().batch(2).channels(8, 16).input({5, 6}).kernel({2, 2}).stride({2, 2}).hints(scratch));
+  // The same shapes in NCX through the default path, and with XIO weights.
+  T().batch(2).channels(8, 16).input({5, 6}).kernel({2, 2}).stride({2, 2}).Test();
+  T().channels(8, 16).input({5, 6}).kernel({2, 2}).stride({2, 2}).weights_format(WeightsFormat::XIO)
+      .layout(DataFormat::NXC).Test();
+}
+
+TEST_P(KernelCases, EveryNcxLayoutPath) {
+  const char* layouts[] = {"", "row_buffer", "in_kernel", "scratch"};
+  for (const char* layout : layouts) {
+    if (std::string(layout) == "in_kernel" && GetParam() != Isa::avx512_core) continue;
+    SCOPED_TRACE(std::string("layout '") + layout + "'");
+    TuningHints h;
+    h.layout = layout;
+    T().channels(6, 20).input({5, 7}).kernel({3, 3}).stride({2, 2}).pads({1, 0}, {0, 1}).hints(h).Test();
+    T().batch(2).channels(3, 35).input({4, 9}).kernel({2, 4}).stride({3, 2}).hints(h).Test();
+    T().rank(1).channels(5, 17).input({19}).kernel({5}).stride({2}).output_shape({50}).hints(h).Test();
+    T().rank(3).channels(4, 9).input({3, 3, 4}).kernel({2, 3, 2}).stride({2, 1, 2}).hints(h).Test();
+    h.x_split = 3;  // row parts: each task's buffer covers a piece of a row
+    T().channels(4, 40).input({4, 11}).kernel({3, 3}).stride({2, 2}).hints(h).Test();
+  }
+}
+
+// ---- the code-size bound --------------------------------------------------------------------------------
+
+// A huge kernel with a huge stride: 256 phases of 4 taps each. Code must not grow with K or s.
+TEST_P(KernelCases, HugeKernelAndStrideCompilesInMilliseconds) {
+  DeconvTester t = T().rank(1).channels(4, 8).input({16}).kernel({1024}).stride({256}).use_cache(false);
+  Options o = t.options();
+  o.use_disk_cache = false;
+  const Kernel k = compile(t.descriptor(), o);
+  EXPECT_EQ(k.problem().out, V{256 * 15 + 1024});
+  EXPECT_GT(k.compile_ms(), 0.0);
+  EXPECT_LT(k.compile_ms(), 100.0) << k.name();
+  EXPECT_GT(k.code_size(), 0u);
+  EXPECT_LT(k.code_size(), size_t{1} << 20) << k.name();
+  t.Test();
+  t.layout(DataFormat::NXC).Test();
+}
+
+// Large strides and kernels on every axis: code size stays bounded regardless.
+TEST_P(KernelCases, CodeSizeDoesNotGrowWithKernelOrStride) {
+  Options o;
+  o.max_isa = GetParam();
+  o.use_cache = false;
+  o.use_disk_cache = false;
+  Descriptor small, large;
+  small.src = {1, 8, 6, 6};
+  small.weights = {8, 16, 3, 3};
+  small.strides = {2, 2};
+  large.src = {1, 8, 6, 6};
+  large.weights = {8, 16, 64, 64};
+  large.strides = {32, 32};
+  const Kernel ks = compile(small, o), kl = compile(large, o);
+  EXPECT_LT(kl.code_size(), 4 * ks.code_size() + 4096) << ks.name() << " vs " << kl.name();
+  EXPECT_LT(kl.compile_ms(), 100.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, KernelCases, ::testing::Values(Isa::avx512_core, Isa::avx2), isa_name);
+
+}  // namespace
+}  // namespace deconvjit

@@ -1,0 +1,228 @@
+// Randomized descriptors against the double-precision reference, per ISA.
+//
+// random_descriptor() varies every parameter (rank 1-3, groups and depthwise, strides, dilations, kernels
+// smaller than the stride, negative pads, output_padding >= stride, output_shape under every auto_pad,
+// NCX/NXC, OIX/XIO/GOIX, odd channel counts, batch). Each shard draws its descriptors from its own fixed
+// seed, so a failure names (ISA, shard, index) and reproduces with --gtest_filter on that shard. The
+// problems are kept small (a few thousand MACs) so that thousands of them run in well under a minute.
+//
+// A second family of shards draws random TuningHints for each descriptor: a hint the plan cannot honour
+// must be rejected with Error(InvalidArgument), and every accepted one must still be exact.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "deconvjit/deconvjit.hpp"
+#include "support/deconv_tester.hpp"
+
+namespace deconvjit {
+namespace {
+
+using testing::DeconvTester;
+using testing::random_descriptor;
+
+constexpr int kShards = 8;              // per ISA; ctest runs each shard as its own test
+constexpr int kPerShard = 300;          // 8 x 300 = 2400 small descriptors per ISA
+constexpr int kLargeShards = 2;
+constexpr int kLargePerShard = 150;     // 300 larger ones per ISA: several register blocks per row
+constexpr int kHintShards = 2;
+constexpr int kHintsPerShard = 200;     // 400 hinted descriptors per ISA
+constexpr int kStopAfterFailures = 10;  // one bug should not bury the log
+
+// Failed assertions so far in the running test (HasFailure() stays true after the first one).
+int failed_parts() {
+  const ::testing::TestResult* r = ::testing::UnitTest::GetInstance()->current_test_info()->result();
+  int n = 0;
+  for (int i = 0; i < r->total_part_count(); ++i) n += r->GetTestPartResult(i).failed();
+  return n;
+}
+
+// The disk cache would write one file per random descriptor into the user's cache directory; these tests
+// are about the JIT, so it is disabled (DECONVJIT_CACHE_DIR set but empty) for their duration only.
+class NoDiskCache {
+ public:
+  NoDiskCache() {
+    if (const char* v = std::getenv("DECONVJIT_CACHE_DIR")) saved_ = v;
+    setenv("DECONVJIT_CACHE_DIR", "", 1);
+  }
+  ~NoDiskCache() {
+    if (saved_) setenv("DECONVJIT_CACHE_DIR", saved_->c_str(), 1);
+    else unsetenv("DECONVJIT_CACHE_DIR");
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+struct ShardParam {
+  Isa isa;
+  int shard;
+};
+
+std::string shard_name(const ::testing::TestParamInfo<ShardParam>& info) {
+  return std::string(to_string(info.param.isa)) + "_shard" + std::to_string(info.param.shard);
+}
+
+std::vector<ShardParam> shards(int n) {
+  std::vector<ShardParam> v;
+  for (Isa isa : {Isa::avx512_core, Isa::avx2})
+    for (int s = 0; s < n; ++s) v.push_back({isa, s});
+  return v;
+}
+
+uint32_t shard_seed(const ShardParam& p, uint32_t family) {
+  return family * 1000003u + (p.isa == Isa::avx512_core ? 7919u : 104729u) * 31u + static_cast<uint32_t>(p.shard);
+}
+
+class RandomDescriptors : public ::testing::TestWithParam<ShardParam> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(GetParam().isa))
+      GTEST_SKIP() << "ISA " << to_string(GetParam().isa) << " is not available on this CPU";
+  }
+  NoDiskCache no_disk_cache_;
+};
+
+TEST_P(RandomDescriptors, MatchReference) {
+  const ShardParam& param = GetParam();
+  std::mt19937 rng(shard_seed(param, 1));
+  int failures = 0;
+  for (int i = 0; i < kPerShard && failures < kStopAfterFailures; ++i) {
+    const Descriptor d = random_descriptor(rng);
+    SCOPED_TRACE("shard " + std::to_string(param.shard) + " descriptor #" + std::to_string(i) + ": " +
+                 to_json(d));
+    const int before = failed_parts();
+    DeconvTester(d).isa(param.isa).seed(static_cast<uint64_t>(i) + 1).Test();
+    if (failed_parts() > before) ++failures;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, RandomDescriptors, ::testing::ValuesIn(shards(kShards)), shard_name);
+
+// Up to 25x more work per problem: full register blocks repeated along a row, several channel blocks,
+// longer reductions (still serial: far below the executor's parallel threshold).
+class LargerRandomDescriptors : public RandomDescriptors {};
+
+TEST_P(LargerRandomDescriptors, MatchReference) {
+  const ShardParam& param = GetParam();
+  std::mt19937 rng(shard_seed(param, 3));
+  testing::RandomLimits limits;
+  limits.max_macs = 100000;
+  limits.max_dst_elements = 40000;
+  int failures = 0;
+  for (int i = 0; i < kLargePerShard && failures < kStopAfterFailures; ++i) {
+    const Descriptor d = random_descriptor(rng, limits);
+    SCOPED_TRACE("shard " + std::to_string(param.shard) + " descriptor #" + std::to_string(i) + ": " +
+                 to_json(d));
+    const int before = failed_parts();
+    DeconvTester(d).isa(param.isa).seed(static_cast<uint64_t>(i) + 3).use_cache(false).Test();
+    if (failed_parts() > before) ++failures;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, LargerRandomDescriptors, ::testing::ValuesIn(shards(kLargeShards)),
+                         shard_name);
+
+// ---- random tuning hints --------------------------------------------------------------------------------
+
+int uniform(std::mt19937& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+// Hints inside the documented limits: the register budget (accumulators ur_w*oc_vectors, oc_vectors weight
+// vectors and the broadcast registers: 2 of 32 on AVX-512, 1 of 16 on AVX2), ic_unroll 1-8, x_split 1-5,
+// and the NCX layouts (in_kernel only on AVX-512). Each field is left to the heuristic now and then.
+TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
+  const bool z = isa == Isa::avx512_core;
+  const int regs = z ? 32 : 16, bcast = z ? 2 : 1;
+  TuningHints h;
+  const int max_nv = (regs - bcast - 1) / 2;  // ur_w = 1 must still fit
+  const int nv = uniform(rng, 0, 3) == 0 ? 0 : (uniform(rng, 0, 3) == 0 ? uniform(rng, 1, max_nv)
+                                                                        : uniform(rng, 1, z ? 4 : 3));
+  h.oc_vectors = nv;
+  if (uniform(rng, 0, 3) != 0) {
+    const int budget_nv = nv ? nv : (z ? 4 : 2);  // the heuristic's widest choice when unset
+    h.ur_w = uniform(rng, 1, (regs - budget_nv - bcast) / budget_nv);
+  }
+  h.ic_unroll = uniform(rng, 0, 8);
+  h.x_split = uniform(rng, 0, 5);
+  const bool depthwise = p.groups > 1 && p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
+  if (p.data_format == DataFormat::NCX) {
+    const int pick = uniform(rng, 0, 3);
+    if (pick == 1) h.layout = "row_buffer";
+    if (pick == 2) h.layout = "scratch";
+    if (pick == 3) h.layout = z && !depthwise ? "in_kernel" : "row_buffer";
+  }
+  const int alg = uniform(rng, 0, 7);
+  if (alg == 0) h.algorithm = "direct";
+  if (alg == 1 && p.c_out_per_group() <= 4 && !depthwise) {  // few output channels: the dot family
+    h.algorithm = "dot";
+    h.oc_vectors = uniform(rng, 0, 1) ? static_cast<int>(p.c_out_per_group()) : 0;
+    const int oc = static_cast<int>(p.c_out_per_group());
+    h.ur_w = uniform(rng, 0, 1) ? uniform(rng, 1, (regs - oc - 1) / oc) : 0;
+    if (p.data_format == DataFormat::NCX) h.layout = uniform(rng, 0, 1) ? "src_copy" : "";
+  }
+  return h;
+}
+
+std::string hints_text(const TuningHints& h) {
+  return "ur_w=" + std::to_string(h.ur_w) + " oc_vectors=" + std::to_string(h.oc_vectors) +
+         " ic_unroll=" + std::to_string(h.ic_unroll) + " x_split=" + std::to_string(h.x_split) +
+         " algorithm='" + h.algorithm + "' layout='" + h.layout + "'";
+}
+
+class RandomHints : public RandomDescriptors {};
+
+TEST_P(RandomHints, AcceptedHintsAreHonouredAndExact) {
+  const ShardParam& param = GetParam();
+  std::mt19937 rng(shard_seed(param, 2));
+  int accepted = 0, rejected = 0, failures = 0;
+  std::string reasons;  // the first few rejections
+  for (int i = 0; i < kHintsPerShard && failures < kStopAfterFailures; ++i) {
+    const Descriptor d = random_descriptor(rng);
+    const Problem p = resolve(d);
+    const TuningHints h = random_hints(rng, param.isa, p);
+    SCOPED_TRACE("shard " + std::to_string(param.shard) + " descriptor #" + std::to_string(i) + ": " +
+                 to_json(d) + " hints: " + hints_text(h));
+    const int before = failed_parts();
+    Options o;
+    o.max_isa = param.isa;
+    o.hints = h;
+    o.use_cache = false;
+    Kernel k;
+    try {
+      k = compile(d, o);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << "a hint must be rejected as such: " << e.what();
+      ++rejected;
+      if (std::count(reasons.begin(), reasons.end(), '\n') < 5) reasons += std::string("\n  ") + e.what();
+      continue;
+    }
+    ++accepted;
+    const auto plan = nlohmann::json::parse(k.plan_text());
+    if (h.ur_w) EXPECT_EQ(plan.at("ur_w").get<int>(), h.ur_w) << k.plan_text();
+    if (h.oc_vectors) EXPECT_EQ(plan.at("oc_vectors").get<int>(), h.oc_vectors) << k.plan_text();
+    if (h.x_split) EXPECT_EQ(plan.at("x_split").get<int>(), h.x_split) << k.plan_text();
+    if (h.algorithm == "direct") EXPECT_EQ(plan.at("algorithm").get<std::string>(), "direct");
+    if (h.layout == "scratch") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_via_scratch");
+    if (h.layout == "in_kernel") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_in_kernel");
+    if (h.layout == "row_buffer") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_row_buffer");
+    DeconvTester(d).isa(param.isa).hints(h).use_cache(false).seed(static_cast<uint64_t>(i) + 7).Test();
+    if (failed_parts() > before) ++failures;
+  }
+  if (failures >= kStopAfterFailures) return;
+  // Every hint lies within the documented limits; only combinations a particular problem cannot take
+  // (e.g. a layout or a vector count the kernel family of that problem has no use for) may be refused.
+  EXPECT_GE(accepted, 3 * (accepted + rejected) / 4) << accepted << " accepted, " << rejected << " rejected, e.g.:" << reasons;
+  std::printf("[ hints    ] %s shard %d: %d accepted, %d rejected\n", to_string(param.isa), param.shard,
+              accepted, rejected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, RandomHints, ::testing::ValuesIn(shards(kHintShards)), shard_name);
+
+}  // namespace
+}  // namespace deconvjit

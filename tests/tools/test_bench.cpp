@@ -1,0 +1,185 @@
+// `deconvjit peak` and `deconvjit bench` run as a user runs them. Nothing here needs oneDNN, and every run
+// asks for tiny timing budgets so the whole file stays within a few seconds.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace deconvjit::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int code = -1;
+  std::string out, err;
+  std::vector<nlohmann::json> lines() const {  // stdout as JSON Lines
+    std::vector<nlohmann::json> v;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) v.push_back(nlohmann::json::parse(line));
+    return v;
+  }
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+const std::string kTiny =
+    R"({"name":"tiny","src":[1,8,6,6],"weights":[8,4,3,3],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})";
+const std::string kTiny1d = R"({"name":"tiny1d","src":[2,4,9],"weights":[4,6,4],"strides":[2],"pads_begin":[1],"pads_end":[1]})";
+const std::string kQuick = " --min-time 0.01";
+
+class BenchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "deconvjit_bench_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Output run(const std::string& args) const {
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string cmd = quote(DECONVJIT_CLI_PATH) + " " + args + " 2>" + quote(err.string());
+    Output r;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe) return r;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
+    const int status = pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err);
+    std::ostringstream s;
+    s << in.rdbuf();
+    r.err = s.str();
+    return r;
+  }
+
+  std::string write_suite(const std::string& text) const {
+    const fs::path p = dir_ / "suite.jsonl";
+    std::ofstream(p) << text;
+    return quote(p.string());
+  }
+
+  fs::path dir_;
+};
+
+void expect_row_fields(const nlohmann::json& row) {
+  for (const char* key : {"name", "kernel", "isa", "layout", "compile_ms", "ours_ms", "gflops", "peak_pct",
+                          "bound", "gbps", "bw_pct"}) {
+    EXPECT_TRUE(row.contains(key)) << key << " missing in " << row;
+  }
+  EXPECT_GT(row.at("compile_ms").get<double>(), 0.0);
+  EXPECT_GT(row.at("ours_ms").get<double>(), 0.0);
+  EXPECT_GT(row.at("gflops").get<double>(), 0.0);
+  EXPECT_GT(row.at("gbps").get<double>(), 0.0);
+  EXPECT_FALSE(row.at("kernel").get<std::string>().empty());
+}
+
+TEST_F(BenchCli, PeakJsonHasPositiveNumbers) {
+  const Output r = run("peak --json --min-time 0.02");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const auto& j = lines[0];
+  EXPECT_GE(j.at("threads").get<int>(), 1);
+  for (const char* key : {"ymm_fma_gflops_1t", "ymm_fma_gflops_nt", "triad_gbps_1t", "triad_gbps_nt"}) {
+    EXPECT_GT(j.at(key).get<double>(), 0.0) << key;
+  }
+  if (j.at("avx512").get<bool>()) {
+    EXPECT_GT(j.at("zmm_fma_gflops_1t").get<double>(), 0.0);
+    EXPECT_GT(j.at("zmm_fma_gflops_nt").get<double>(), 0.0);
+  }
+}
+
+TEST_F(BenchCli, PeakTablePrints) {
+  const Output r = run("peak --min-time 0.01");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("GFLOP/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
+}
+
+TEST_F(BenchCli, JsonRowAndSummary) {
+  const Output r = run("bench " + quote(kTiny) + " --json --threads 1" + kQuick);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  expect_row_fields(lines[0]);
+  EXPECT_EQ(lines[0].at("name"), "tiny");
+  EXPECT_EQ(lines[0].at("layout"), "NCX");
+  EXPECT_FALSE(lines[0].contains("verify"));
+  const auto& s = lines[1];
+  EXPECT_TRUE(s.at("summary").get<bool>());
+  EXPECT_EQ(s.at("rows"), 1);
+  EXPECT_EQ(s.at("threads"), 1);
+  EXPECT_GT(s.at("peak_gflops").get<double>(), 0.0);
+}
+
+TEST_F(BenchCli, SuiteWithFilterAndLayout) {
+  const std::string suite = write_suite("# a comment\n" + kTiny + "\n\n" + kTiny1d + "\n" +
+                                        R"({"name":"skipped","src":[1,2,3,3],"weights":[2,2,2,2]})" + "\n");
+  const Output r = run("bench --suite " + suite + " --filter '^tiny' --layout nxc --json" + kQuick);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0].at("name"), "tiny");
+  EXPECT_EQ(lines[1].at("name"), "tiny1d");
+  for (int i = 0; i < 2; ++i) {
+    expect_row_fields(lines[i]);
+    EXPECT_EQ(lines[i].at("layout"), "NXC");
+  }
+  EXPECT_EQ(lines[2].at("rows"), 2);
+}
+
+TEST_F(BenchCli, VerifyReportsOkInJsonAndTable) {
+  Output r = run("bench " + quote(kTiny) + " " + quote(kTiny1d) + " --verify --json" + kQuick);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = r.lines();
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0].at("verify"), "ok");
+  EXPECT_EQ(lines[1].at("verify"), "ok");
+  EXPECT_EQ(lines[2].at("verify_failures"), 0);
+
+  r = run("bench " + quote(kTiny) + " --verify" + kQuick);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* text : {"name", "kernel", "compile_ms", "ours_ms", "GFLOP/s", "%peak", "verify", "tiny"}) {
+    EXPECT_NE(r.out.find(text), std::string::npos) << text << " not in\n" << r.out;
+  }
+}
+
+// Exit 2 with one "error:" line, and nothing timed.
+void expect_usage_error(const Output& r) {
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST_F(BenchCli, InvalidInputExitsTwo) {
+  const std::string bad_channels =
+      R"({"src":[1,8,6,6],"weights":[7,4,3,3]})";  // C_IN disagrees with the weights
+  expect_usage_error(run("bench " + quote(bad_channels) + kQuick));
+  expect_usage_error(run("bench " + quote("{\"src\": [1,") + kQuick));
+  expect_usage_error(run("bench " + quote(kTiny) + " --layout bogus" + kQuick));
+  expect_usage_error(run("bench " + quote(kTiny) + " --vs nothing" + kQuick));
+  expect_usage_error(run("bench " + quote(kTiny) + " --filter '(' " + kQuick));
+  expect_usage_error(run("bench " + quote(kTiny) + " --filter nomatch" + kQuick));
+  expect_usage_error(run("bench" + kQuick));  // neither DESC nor --suite
+  expect_usage_error(run("bench --suite " + quote((dir_ / "absent.jsonl").string()) + kQuick));
+
+  const Output r = run("bench --suite " + write_suite(kTiny + "\n" + bad_channels + "\n") + kQuick);
+  expect_usage_error(r);
+  EXPECT_NE(r.err.find("suite.jsonl:2"), std::string::npos) << r.err;  // names the line
+}
+
+}  // namespace
+}  // namespace deconvjit::testing

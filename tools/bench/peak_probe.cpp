@@ -1,0 +1,182 @@
+#include "bench/peak_probe.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bench/timing.hpp"
+
+namespace deconvjit::bench {
+namespace {
+
+// A runtime value the compiler cannot see through, so it cannot fold or hoist the FMA chains.
+volatile float g_seed = 1.0f;
+
+// Enough independent accumulators to cover FMA latency times the number of FMA pipes (4 cycles x 2 pipes
+// on current AMD and Intel cores), so the loop measures throughput, not latency. 24 of the 32 zmm
+// registers; 12 of the 16 ymm registers, leaving room for the two multiplicands.
+constexpr int kZmmChains = 24;
+constexpr int kYmmChains = 12;
+
+__attribute__((target("avx512f"))) float fma_zmm(int64_t iters) {
+  const __m512 x = _mm512_set1_ps(g_seed * 1e-7f), y = _mm512_set1_ps(g_seed * 0.5f);
+  __m512 acc[kZmmChains];
+  for (int c = 0; c < kZmmChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  for (int64_t i = 0; i < iters; ++i) {
+    // Fully unrolled, or the accumulators live in memory instead of registers.
+#pragma GCC unroll 32
+    for (int c = 0; c < kZmmChains; ++c) acc[c] = _mm512_fmadd_ps(x, y, acc[c]);
+  }
+  __m512 sum = acc[0];
+  for (int c = 1; c < kZmmChains; ++c) sum = _mm512_add_ps(sum, acc[c]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+__attribute__((target("avx2,fma"))) float fma_ymm(int64_t iters) {
+  const __m256 x = _mm256_set1_ps(g_seed * 1e-7f), y = _mm256_set1_ps(g_seed * 0.5f);
+  __m256 acc[kYmmChains];
+  for (int c = 0; c < kYmmChains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
+  for (int64_t i = 0; i < iters; ++i) {
+    // Fully unrolled, or the accumulators live in memory instead of registers.
+#pragma GCC unroll 32
+    for (int c = 0; c < kYmmChains; ++c) acc[c] = _mm256_fmadd_ps(x, y, acc[c]);
+  }
+  __m256 sum = acc[0];
+  for (int c = 1; c < kYmmChains; ++c) sum = _mm256_add_ps(sum, acc[c]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+std::atomic<float> g_sink{0};  // keeps the results alive
+
+// Runs `work` on `threads` threads at once; returns the wall time in seconds.
+double run_parallel(int threads, const std::function<void(int)>& work) {
+  const double t0 = now_s();
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool) th.join();
+  return now_s() - t0;
+}
+
+// GFLOP/s of `kernel` on `threads` threads: calibrates the iteration count to about a third of `min_time`,
+// then keeps the best of three runs (peak means the best the machine can do).
+double fma_gflops(float (*kernel)(int64_t), int flops_per_iter, int threads, double min_time) {
+  auto time_once = [&](int64_t n) {
+    const double t0 = now_s();
+    g_sink = g_sink + kernel(n);
+    return now_s() - t0;
+  };
+  int64_t iters = 1 << 14;
+  double t = time_once(iters);
+  for (; t < 0.01; t = time_once(iters)) iters *= 4;
+  iters = static_cast<int64_t>(static_cast<double>(iters) * (min_time / 3) / t) + 1;
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const double wall = run_parallel(threads, [&](int) { g_sink = g_sink + kernel(iters); });
+    best = std::max(best, static_cast<double>(flops_per_iter) * static_cast<double>(iters) * threads / wall * 1e-9);
+  }
+  return best;
+}
+
+__attribute__((target("avx2"))) void triad(float* a, const float* b, const float* c, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
+}
+
+// Arrays far larger than any last-level cache (32 MiB on this class of machine), so triad streams DRAM.
+constexpr int64_t kStreamElements = int64_t{1} << 24;  // 64 MiB per array
+
+struct StreamArrays {
+  AlignedFloats a = aligned_floats(kStreamElements), b = aligned_floats(kStreamElements),
+                c = aligned_floats(kStreamElements);
+};
+
+// GB/s of a triad over the arrays split among `threads` threads; best of three timed rounds.
+double triad_gbps(StreamArrays& s, int threads, double min_time) {
+  const int64_t chunk = (kStreamElements + threads - 1) / threads;
+  auto pass = [&](int t) {
+    const int64_t begin = std::min(kStreamElements, chunk * t);
+    triad(s.a.get() + begin, s.b.get() + begin, s.c.get() + begin,
+          std::min(kStreamElements, begin + chunk) - begin, 3.0f);
+  };
+  const double once = run_parallel(threads, pass);
+  const int passes = std::max(1, static_cast<int>(min_time / 3 / std::max(once, 1e-6)));
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const double t = run_parallel(threads, [&](int th) {
+      for (int p = 0; p < passes; ++p) pass(th);
+    });
+    best = std::max(best, 3.0 * sizeof(float) * static_cast<double>(kStreamElements) * passes / t * 1e-9);
+  }
+  return best;
+}
+
+}  // namespace
+
+PeakNumbers measure_peak(double min_time) {
+  const double t0 = now_s();
+  PeakNumbers p;
+  p.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  p.has_avx512 = isa_available(Isa::avx512_core);
+  if (p.has_avx512) {
+    p.zmm_1t = fma_gflops(fma_zmm, kZmmChains * 16 * 2, 1, min_time);
+    p.zmm_nt = fma_gflops(fma_zmm, kZmmChains * 16 * 2, p.threads, min_time);
+  }
+  if (isa_available(Isa::avx2)) {
+    p.ymm_1t = fma_gflops(fma_ymm, kYmmChains * 8 * 2, 1, min_time);
+    p.ymm_nt = fma_gflops(fma_ymm, kYmmChains * 8 * 2, p.threads, min_time);
+  }
+  StreamArrays s;
+  // First touch from the threads that will stream the data, and fault every page in before timing.
+  const int64_t chunk = (kStreamElements + p.threads - 1) / p.threads;
+  run_parallel(p.threads, [&](int t) {
+    const int64_t begin = std::min(kStreamElements, chunk * t);
+    const int64_t end = std::min(kStreamElements, begin + chunk);
+    std::fill(s.a.get() + begin, s.a.get() + end, 0.0f);
+    std::fill(s.b.get() + begin, s.b.get() + end, 1.0f);
+    std::fill(s.c.get() + begin, s.c.get() + end, 2.0f);
+  });
+  p.bw_1t = triad_gbps(s, 1, min_time);
+  p.bw_nt = triad_gbps(s, p.threads, min_time);
+  p.seconds = now_s() - t0;
+  return p;
+}
+
+const PeakNumbers& machine_peak(double min_time) {
+  static std::once_flag once;
+  static PeakNumbers peak;
+  std::call_once(once, [&] { peak = measure_peak(min_time); });
+  return peak;
+}
+
+namespace {
+double scaled(double one, double all, int threads, int hw) {
+  if (threads <= 1) return one;
+  if (threads >= hw) return all;
+  return std::min(all, one * threads);
+}
+}  // namespace
+
+double peak_gflops(const PeakNumbers& peak, Isa isa, int threads) {
+  if (isa == Isa::avx512_core && peak.has_avx512) return scaled(peak.zmm_1t, peak.zmm_nt, threads, peak.threads);
+  return scaled(peak.ymm_1t, peak.ymm_nt, threads, peak.threads);
+}
+
+double peak_bandwidth(const PeakNumbers& peak, int threads) {
+  return scaled(peak.bw_1t, peak.bw_nt, threads, peak.threads);
+}
+
+}  // namespace deconvjit::bench

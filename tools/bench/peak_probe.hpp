@@ -1,0 +1,30 @@
+// This machine's measured limits: FMA throughput (zmm and ymm) and memory bandwidth, on 1 thread and on all
+// hardware threads. `bench` divides by these to print %peak and %bw, so the percentages describe this
+// machine as it runs now (clock, SMT, VM), not a datasheet.
+#pragma once
+
+#include "deconvjit/deconvjit.hpp"
+
+namespace deconvjit::bench {
+
+struct PeakNumbers {
+  int threads = 1;           // hardware threads used for the "n" numbers
+  bool has_avx512 = false;   // zmm numbers are 0 when false
+  double zmm_1t = 0, zmm_nt = 0;  // GFLOP/s (an FMA counts 2)
+  double ymm_1t = 0, ymm_nt = 0;
+  double bw_1t = 0, bw_nt = 0;    // GB/s, STREAM triad convention (24 bytes per element)
+  double seconds = 0;             // how long measuring took
+};
+
+// Measures now; each of the six numbers gets about `min_time` seconds.
+PeakNumbers measure_peak(double min_time);
+
+// Measured once per process (the first caller's `min_time` wins), then reused.
+const PeakNumbers& machine_peak(double min_time = 0.1);
+
+// Peak GFLOP/s for kernels of `isa` running on `threads` threads: the 1-thread figure scaled by the thread
+// count, never above the all-threads figure.
+double peak_gflops(const PeakNumbers& peak, Isa isa, int threads);
+double peak_bandwidth(const PeakNumbers& peak, int threads);
+
+}  // namespace deconvjit::bench

@@ -1,0 +1,91 @@
+// Plain steady_clock timing for `deconvjit bench` and `deconvjit peak`, plus the aligned, seeded buffers
+// they time on. No benchmark framework: every number the tool prints comes from these few functions.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <new>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace deconvjit::bench {
+
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  if (v.size() % 2) return v[mid];
+  return (v[mid] + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
+// 64-byte alignment, so a zmm load never splits a cache line because of where the buffer starts.
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using AlignedFloats = std::unique_ptr<float[], FreeDeleter>;
+
+inline AlignedFloats aligned_floats(int64_t count) {
+  const size_t bytes = (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (!p) throw std::bad_alloc();
+  return AlignedFloats(static_cast<float*>(p));
+}
+
+// Uniform in [-1, 1], reproducible from the seed; the same distribution `deconvjit check` draws.
+inline void fill_random(float* p, int64_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < count; ++i) p[i] = dist(rng);
+}
+
+// Median milliseconds per run of each variant. Variants run in alternating batches (a, b, c, a, b, c, ...)
+// so that clock boosts, thermal drift and noisy neighbours hit all of them alike. Each variant gets at least
+// `min_runs` runs and `min_time` seconds; every run is timed on its own so the median drops outliers.
+// Between batches of different variants the thread pauses for `settle` seconds: variants with their own
+// thread pools (oneTBB here, OpenMP in oneDNN) otherwise meet the other pool's threads still spinning, and on
+// a machine with few cores a spinning pool can stall the next one by a whole scheduler time slice.
+inline std::vector<double> interleaved_medians(const std::vector<std::function<void()>>& variants,
+                                               double min_time, int min_runs = 5, double settle = 0.002) {
+  const size_t n = variants.size();
+  std::vector<std::vector<double>> samples(n);
+  std::vector<double> spent(n, 0.0);
+  std::vector<int> batch(n, 1);
+  for (size_t v = 0; v < n; ++v) {
+    // Two warm-up runs: the first touches fresh pages and lets lazy initialisation happen.
+    if (n > 1) std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+    variants[v]();
+    const double t0 = now_s();
+    variants[v]();
+    const double once = std::max(now_s() - t0, 1e-7);
+    // About ten rounds in total; a batch is never so long that one variant runs far ahead of the others.
+    batch[v] = static_cast<int>(std::clamp(min_time / 10 / once, 1.0, 10000.0));
+  }
+  auto done = [&](size_t v) { return spent[v] >= min_time && static_cast<int>(samples[v].size()) >= min_runs; };
+  while (!std::all_of(samples.begin(), samples.end(), [&](const auto& s) { return done(&s - &samples[0]); })) {
+    for (size_t v = 0; v < n; ++v) {
+      if (done(v)) continue;
+      if (n > 1) std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+      for (int r = 0; r < batch[v]; ++r) {
+        const double t0 = now_s();
+        variants[v]();
+        const double dt = now_s() - t0;
+        samples[v].push_back(dt * 1e3);
+        spent[v] += dt;
+      }
+    }
+  }
+  std::vector<double> out(n);
+  for (size_t v = 0; v < n; ++v) out[v] = median(samples[v]);
+  return out;
+}
+
+}  // namespace deconvjit::bench

@@ -1,0 +1,54 @@
+// What every `deconvjit` subcommand shares: the command registry, exit codes, descriptor loading, and file
+// helpers. A new subcommand is one file under tools/commands/ that ends with DECONVJIT_COMMAND(...); nothing
+// else needs to change, so several people can add commands without touching a common list.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "deconvjit/deconvjit.hpp"
+
+namespace deconvjit::cli {
+
+// Exit codes, documented in `deconvjit --help` and README.md.
+enum Exit : int {
+  kOk = 0,
+  kMismatch = 1,        // check: the JIT result is outside the tolerance
+  kInvalid = 2,         // invalid descriptor, argument, or input file
+  kIsaUnavailable = 3,  // the requested ISA is missing on this CPU
+  kUnsupported = 4,     // valid, but no kernel handles it
+  kInternal = 5,
+};
+int exit_code(Error::Kind kind);  // the one place deconvjit::Error kinds become exit codes
+
+// A subcommand adds itself to `app` (as a subcommand named like its registration) and returns what to run
+// when the user picks it. Actions throw deconvjit::Error on failure; main turns that into a message and code.
+using Action = std::function<int()>;
+using Setup = Action (*)(CLI::App& app);
+bool register_command(const char* name, Setup setup);
+const std::map<std::string, Setup>& registered_commands();
+
+// DESC: a JSON object given inline, or `@path` naming a file that holds one.
+Descriptor load_descriptor(const std::string& desc);
+void add_desc_argument(CLI::App& sub, std::string& desc);
+void add_isa_option(CLI::App& sub, std::string& isa);  // --isa NAME, default "best"
+
+// Reads a raw little-endian f32 file that must hold exactly `elements` floats. `what` names the operand in
+// the error, which also gives the expected and actual byte counts.
+std::vector<float> read_f32_file(const std::string& path, int64_t elements, const std::string& what);
+// Writes through a temporary file in the same directory and renames it, so `path` is either untouched or
+// complete.
+void write_file_atomically(const std::string& path, const void* data, size_t bytes);
+
+// Runs `body` in a oneTBB arena of `threads` threads (0 = the default arena).
+void run_with_threads(int threads, const std::function<void()>& body);
+
+}  // namespace deconvjit::cli
+
+#define DECONVJIT_COMMAND(name, setup) \
+  static const bool deconvjit_command_##name = ::deconvjit::cli::register_command(#name, setup)

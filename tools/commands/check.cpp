@@ -1,0 +1,69 @@
+// deconvjit check DESC: the JIT against the oracle on seeded random data, judged by runtime/tolerance.hpp.
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "runtime/tolerance.hpp"
+
+namespace deconvjit::cli {
+namespace {
+
+struct CheckArgs {
+  std::string desc, isa = "best";
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+void report_mismatch(const Problem& p, const verify::Comparison& c) {
+  const verify::Mismatch& m = c.first.front();
+  std::cerr << "error: " << c.failures << " of " << p.dst_elements()
+            << " elements outside tolerance; first at dst index " << m.index << ": jit " << m.got
+            << ", reference " << m.want << ", tolerance " << m.tol << "\n";
+}
+
+int check(const CheckArgs& a) {
+  const Descriptor d = load_descriptor(a.desc);
+  const Problem p = resolve(d);
+  Options options;
+  options.max_isa = resolve_isa(isa_from_string(a.isa));  // throws IsaUnavailable before any work
+  const Kernel kernel = compile(d, options);
+  const verify::Operands ops = verify::random_operands(p, a.seed);
+  const PackedWeights packed = kernel.pack_weights(ops.weights.data());
+  // NaN marks elements the kernel never wrote; they then fail the comparison.
+  std::vector<float> got(static_cast<size_t>(p.dst_elements()), std::numeric_limits<float>::quiet_NaN());
+  run_with_threads(a.threads, [&] { kernel.execute(ops.src.data(), packed, got.data()); });
+
+  std::vector<double> want(got.size()), mag(got.size());
+  reference_with_bound(p, ops.src.data(), ops.weights.data(), want.data(), mag.data());
+  const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
+
+  nlohmann::ordered_json out;
+  out["ok"] = c.ok;
+  out["max_abs_err"] = c.max_abs_err;
+  out["tolerance"] = c.tol_at_worst;
+  out["kernel"] = kernel.name();
+  out["isa"] = to_string(kernel.isa());
+  std::cout << out.dump() << std::endl;
+  if (c.ok) return kOk;
+  report_mismatch(p, c);
+  return kMismatch;
+}
+
+Action setup_check(CLI::App& app) {
+  auto* sub = app.add_subcommand("check", "Compare the JIT with the scalar reference on random data");
+  auto a = std::make_shared<CheckArgs>();
+  add_desc_argument(*sub, a->desc);
+  add_isa_option(*sub, a->isa);
+  sub->add_option("--seed", a->seed, "seed of the random src and weights")->capture_default_str();
+  sub->add_option("--threads", a->threads, "threads for execute (0 = all)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  return [a] { return check(*a); };
+}
+
+}  // namespace
+}  // namespace deconvjit::cli
+
+DECONVJIT_COMMAND(check, deconvjit::cli::setup_check);

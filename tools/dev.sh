@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Sets up, builds and then tests (`test`) or benchmarks (`main`) deconvjit on Debian 12.
+#   bash tools/dev.sh test   build, then run the whole CTest suite
+#   bash tools/dev.sh main   build, then benchmark tools/suites/realworld.jsonl against oneDNN
+# As root it installs the Debian packages it needs; otherwise it only says what is missing.
+set -euo pipefail
+
+mode=${1:-}
+case "$mode" in
+  test | main) ;;
+  *) echo "usage: bash tools/dev.sh test|main" >&2; exit 2 ;;
+esac
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+required=(cmake g++ ninja-build libxbyak-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
+optional=(libdnnl-dev libpugixml-dev)  # only `main` wants them (oneDNN comparison), and can do without
+
+missing() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
+  done
+}
+
+install_packages() {
+  local need want p
+  need=$(missing "${required[@]}")
+  want=""
+  if [ "$mode" = main ]; then want=$(missing "${optional[@]}"); fi
+  if [ -z "$need$want" ]; then return 0; fi
+  if [ "$(id -u)" -ne 0 ]; then
+    if [ -n "$need" ]; then
+      echo "missing Debian packages: $need (run as root, or apt-get install them)" >&2
+      exit 1
+    fi
+    return 0
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  if [ -n "$need" ]; then
+    # shellcheck disable=SC2086  # one package per word
+    apt-get install -y --no-install-recommends $need
+  fi
+  for p in $want; do
+    apt-get install -y --no-install-recommends "$p" || echo "note: optional package $p is unavailable" >&2
+  done
+}
+
+build() {
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j"$(nproc)"
+}
+
+# Without the bench subcommand: check every suite problem (JIT vs reference) and print a table.
+check_suite() {
+  local cli=$1 suite=$2 line name out rc failed=0 desc
+  desc=$(mktemp)
+  printf '%-16s %-4s %s\n' problem exit result
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    printf '%s\n' "$line" >"$desc"
+    name=$(sed -E 's/.*"name" *: *"([^"]*)".*/\1/' <<<"$line")
+    rc=0
+    out=$("$cli" check "@$desc" 2>&1) || rc=$?
+    printf '%-16s %-4s %s\n' "$name" "$rc" "$(head -n 1 <<<"$out")"
+    if [ "$rc" -ne 0 ]; then failed=$((failed + 1)); fi
+  done <"$suite"
+  rm -f "$desc"
+  echo "$failed problem(s) failed"
+  [ "$failed" -eq 0 ]
+}
+
+install_packages
+build
+
+if [ "$mode" = test ]; then
+  ctest --test-dir build --output-on-failure -j2
+  exit
+fi
+
+cli=build/tools/deconvjit
+suite=tools/suites/realworld.jsonl
+# `deconvjit bench --help` would print the top-level help (exit 0) even without bench: read the list instead.
+if "$cli" --help 2>/dev/null | grep -qE '^ +bench( |$)'; then
+  "$cli" bench --suite "$suite" --verify --vs onednn --layout nxc
+  "$cli" bench --suite "$suite" --verify --vs onednn --layout ncx
+else
+  echo "this build has no 'deconvjit bench'; checking the suite instead" >&2
+  check_suite "$cli" "$suite"
+fi
