@@ -128,18 +128,28 @@ void run_rows(const CompiledKernel& k, const float* src, const float* packed, fl
   });
 }
 
-// [rows][cols] -> [cols][rows] for each of `images`. A task owns a chunk of rows (about 64 KiB of
-// input, read once) and walks it in 16x16 tiles staged through a local buffer, so the strided side touches
-// at most 16 lines at a time (power-of-two strides would otherwise thrash one L1 set).
-void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_t cols) {
+// Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.
+struct HaloMap {
+  int64_t x = 1, left = 0, right = 0;
+  int64_t operator()(int64_t col) const { return col / x * (x + left + right) + left + col % x; }
+  int64_t padded(int64_t cols) const { return cols / x * (x + left + right); }
+};
+
+// [rows][cols] -> [cols'][rows] for each of `images`, cols' placed by `map`. A task owns a chunk of
+// rows (about 64 KiB of input, read once) and walks it in 16x16 tiles staged through a local buffer, so
+// the strided side touches at most 16 lines at a time (power-of-two strides would otherwise thrash one
+// L1 set).
+void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
+               const HaloMap& map) {
   constexpr int64_t T = 16;
   const int64_t chunk = std::max<int64_t>(T, 16384 / std::max<int64_t>(cols, 1) / T * T);
   const int64_t chunks = (rows + chunk - 1) / chunk;
-  tbb::parallel_for(int64_t{0}, images * chunks, [&](int64_t t) {
+  const int64_t out_image = rows * map.padded(cols);
+  auto body = [&](int64_t t) {
     const int64_t n = t / chunks, r_begin = t % chunks * chunk;
     const int64_t r_end = std::min(rows, r_begin + chunk);
     const float* src = in + n * rows * cols;
-    float* dst = out + n * rows * cols;
+    float* dst = out + n * out_image;
     float buf[T][T];
     for (int64_t c0 = 0; c0 < cols; c0 += T) {
       const int64_t nc = std::min(T, cols - c0);
@@ -147,29 +157,63 @@ void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_
         const int64_t nr = std::min(T, r_end - r0);
         for (int64_t r = 0; r < nr; ++r)
           for (int64_t c = 0; c < nc; ++c) buf[c][r] = src[(r0 + r) * cols + c0 + c];
-        for (int64_t c = 0; c < nc; ++c)
-          for (int64_t r = 0; r < nr; ++r) dst[(c0 + c) * rows + r0 + r] = buf[c][r];
+        for (int64_t c = 0; c < nc; ++c) {
+          float* d = dst + map(c0 + c) * rows + r0;
+          for (int64_t r = 0; r < nr; ++r) d[r] = buf[c][r];
+        }
       }
     }
-  });
+  };
+  if (!parallel) {
+    for (int64_t t = 0; t < images * chunks; ++t) body(t);
+    return;
+  }
+  tbb::parallel_for(int64_t{0}, images * chunks, body);
+}
+
+template <typename F>
+void for_rows(int64_t n, bool parallel, const F& f) {
+  if (!parallel) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  tbb::parallel_for(int64_t{0}, n, f);
+}
+
+// The source the kernels read: NXC, rows of x widened by the plan's zero halo.
+const float* prepare_src(const CompiledKernel& k, const float* src) {
+  const Problem& p = k.problem;
+  const Plan& pl = k.plan;
+  const int64_t c = p.c_in, x = p.in.back();
+  const HaloMap map{x, pl.halo_left, pl.halo_right};
+  const int64_t rows = p.src_elements() / (c * x), xp = map.padded(x);
+  float* out = scratch(0, static_cast<size_t>(rows * xp * c));
+  if (p.data_format == DataFormat::NCX) {
+    transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map);
+  } else {
+    for_rows(rows, pl.parallel, [&](int64_t r) {
+      std::memcpy(out + (r * xp + map.left) * c, src + r * x * c, sizeof(float) * x * c);
+    });
+  }
+  if (pl.has_halo())
+    for_rows(rows, pl.parallel, [&](int64_t r) {
+      float* row = out + r * xp * c;
+      std::fill(row, row + map.left * c, 0.f);
+      std::fill(row + (map.left + x) * c, row + xp * c, 0.f);
+    });
+  return out;
 }
 
 }  // namespace
 
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
-  const LayoutPath layout = k.plan.layout;
-  if (layout == LayoutPath::nxc || layout == LayoutPath::ncx_in_kernel)
-    return run_rows(k, src, packed, dst);
-  int64_t in_sp = 1, out_sp = 1;
-  for (int i = 0; i < p.spatial_rank; ++i) in_sp *= p.in[i], out_sp *= p.out[i];
-  float* src_nxc = scratch(0, static_cast<size_t>(p.src_elements()));
-  transpose(src, src_nxc, p.batch, p.c_in, in_sp);
-  if (layout == LayoutPath::ncx_row_buffer || layout == LayoutPath::ncx_src_copy)
-    return run_rows(k, src_nxc, packed, dst);
+  const float* s = k.plan.copies_src() ? prepare_src(k, src) : src;
+  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, s, packed, dst);
+  const int64_t out_sp = p.dst_elements() / (p.batch * p.c_out);
   float* dst_nxc = scratch(1, static_cast<size_t>(p.dst_elements()));
-  run_rows(k, src_nxc, packed, dst_nxc);
-  transpose(dst_nxc, dst, p.batch, out_sp, p.c_out);
+  run_rows(k, s, packed, dst_nxc);
+  transpose(dst_nxc, dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
 }
 
 }  // namespace deconvjit::detail

@@ -204,6 +204,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.groups > 1) os << "_g" << pl.groups;
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
   if (pl.block_over_batch) os << "_nblk";
+  if (pl.has_halo()) os << "_halo";
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }
@@ -237,6 +238,27 @@ int64_t Plan::packed_weights_floats() const {
 }
 
 namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// Zero columns that make every output pixel of a phase see all of the phase's taps: the leftmost output
+// reaches input floor((pb - (K-1)d)/s), the rightmost floor((Y-1+pb)/s).
+void choose_halo(Plan& pl, const TuningHints& h) {
+  Axis& x = pl.axes[2];
+  const int64_t left = std::max<int64_t>(0, -floor_div(x.pad_begin - (x.kernel - 1) * x.dilation, x.stride));
+  const int64_t right = std::max<int64_t>(0, floor_div(x.out - 1 + x.pad_begin, x.stride) - (x.in - 1));
+  const bool possible = pl.algorithm != Algorithm::gemm && pl.algorithm != Algorithm::depthwise &&
+                        pl.layout != LayoutPath::ncx_in_kernel && left + right > 0;
+  check_hint(h.x_halo != 1 || possible, "x_halo needs the direct or dot family, a source that is "
+                                        "copied, and an x border");
+  // Halo pixels cost FMAs on zeros: worth it only while they are few next to the row.
+  const bool wanted = h.x_halo == 1 || (h.x_halo == -1 && 4 * (left + right) <= x.in + 8);
+  if (!possible || !wanted) return;
+  pl.halo_left = left;
+  pl.halo_right = right;
+  x.in += left + right;
+  x.pad_begin += left * x.stride;
+}
 
 // Small rows with several images: blocks across images keep every register block full.
 bool choose_batch_blocking(const Plan& pl) {
@@ -303,6 +325,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     pl.oc_per_group = p.c_out;
   }
   pl.block_over_batch = choose_batch_blocking(pl);
+  choose_halo(pl, h);
 
   const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
   if (pl.algorithm == Algorithm::dot) {
@@ -334,6 +357,7 @@ std::string Plan::to_json() const {
   j["layout"] = to_string(layout);
   j["block_over_batch"] = block_over_batch;
   j["row_buffer_floats"] = row_buffer_floats;
+  j["halo"] = {halo_left, halo_right};
   j["ur_w"] = ur_w;
   j["oc_vectors"] = oc_vectors;
   j["ic_unroll"] = ic_unroll;

@@ -52,6 +52,8 @@ struct Plan {
   LayoutPath layout = LayoutPath::nxc;
   bool block_over_batch = false;  // register blocks run across images instead of along x
   int64_t row_buffer_floats = 0;  // ncx_row_buffer: floats of one task's buffer
+  // Zero columns added left and right of the source's x (the x axis below already includes them).
+  int64_t halo_left = 0, halo_right = 0;
 
   // Register tile and loops (the tunables).
   int ur_w = 1;          // output pixels per register block
@@ -84,6 +86,12 @@ struct Plan {
   std::string name;
 
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
+  bool has_halo() const { return halo_left + halo_right > 0; }
+  // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.
+  bool copies_src() const {
+    return has_halo() || layout == LayoutPath::ncx_row_buffer || layout == LayoutPath::ncx_via_scratch ||
+           layout == LayoutPath::ncx_src_copy;
+  }
   int64_t packed_weights_floats() const;
   std::string to_json() const;
 };

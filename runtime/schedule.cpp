@@ -46,22 +46,27 @@ std::vector<Run> row_runs(const Axis& x, int64_t x0, int64_t x1) {
   return runs;
 }
 
-void emit_piece(std::vector<Segment>& out, const Run& run, int64_t first, int64_t count, int ur_w,
-                int64_t stride, bool across_images) {
-  while (count > 0) {
+// Cuts a run into as few blocks as ur_w allows, of balanced widths: 32 pixels with ur_w 6 become
+// 6,6,5,5,5,5 rather than 6,6,6,6,6,2 (a narrow block has too few independent FMA chains).
+void emit_piece(std::vector<Segment>& out, const Run& run, int64_t count, int ur_w, int64_t stride,
+                bool across_images) {
+  const int64_t blocks = (count + ur_w - 1) / ur_w;
+  if (blocks == 0) return;
+  const int64_t narrow = count / blocks, wide_blocks = count % blocks;
+  int64_t first = 0;
+  for (int64_t wide = 1; wide >= 0; --wide) {
+    const int64_t n = wide ? wide_blocks : blocks - wide_blocks;
+    if (n == 0) continue;
     Segment s;
     s.o_first = across_images ? run.o_first : run.o_first + first * stride;
     s.n_first = across_images ? first : 0;
     s.ntaps = run.taps.count;
     s.ix0 = run.taps.count ? run.taps.i0 + (across_images ? 0 : first) : 0;
     s.kx0 = run.taps.k0;
-    const int64_t full = count / ur_w;
-    s.width = full ? ur_w : static_cast<int32_t>(count);
-    s.nblocks = full ? full : 1;
-    const int64_t used = s.width * s.nblocks;
+    s.width = static_cast<int32_t>(narrow + wide);
+    s.nblocks = n;
     out.push_back(s);
-    first += used;
-    count -= used;
+    first += s.width * n;
   }
 }
 
@@ -103,7 +108,7 @@ Schedule build_schedule(const Plan& pl) {
     const std::vector<Run> runs = pl.block_over_batch ? batch_runs(x, pl.batch, part.x0, part.x1)
                                                       : row_runs(x, part.x0, part.x1);
     for (const Run& run : runs)
-      emit_piece(part.segments, run, 0, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
+      emit_piece(part.segments, run, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
     s.parts.push_back(std::move(part));
   }
   return s;

@@ -95,6 +95,8 @@ struct TuningHints {
   int x_split = 0;       // parts each output row is split into for threading
   std::string algorithm; // "", "direct", "gemm", "depthwise"
   std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch"
+  int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no
+                         // blocks of their own
 };
 
 struct Options {

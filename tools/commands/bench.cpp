@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "bench/peak_probe.hpp"
 #include "bench/suite.hpp"
@@ -52,6 +54,7 @@ struct Row {
   double compile_ms = -1, ours_ms = -1, gflops = -1, peak_pct = -1, gbps = -1, bw_pct = -1;
   bool memory_bound = false;
   double onednn_a_ms = -1, onednn_b_ms = -1, ratio = -1;
+  bool onednn_agrees = true;  // oneDNN's output matched ours (checked once, when oneDNN ran)
 };
 
 // The operands of one problem: 64-byte aligned, seeded, in the descriptor's layouts.
@@ -105,7 +108,7 @@ double relative_difference(const float* got, const float* want, int64_t n) {
 
 // Runs `run` once into a poisoned buffer and warns if oneDNN's answer differs from ours: with the
 // reference already checked, that means this adapter described the problem to oneDNN wrongly.
-void cross_check(const std::string& row, const char* variant, const std::function<void()>& run,
+bool cross_check(const std::string& row, const char* variant, const std::function<void()>& run,
                  const Problem& p, Buffers& b) {
   std::fill(b.other.get(), b.other.get() + p.dst_elements(), std::numeric_limits<float>::quiet_NaN());
   run();
@@ -113,7 +116,9 @@ void cross_check(const std::string& row, const char* variant, const std::functio
   if (!(rel < kAgreement)) {
     std::cerr << "warning: " << row << ": oneDNN (" << variant << ") disagrees with deconvjit: max |diff| / "
               << "max |dst| = " << rel << " (a mapping bug in the oneDNN adapter?)\n";
+    return false;
   }
+  return true;
 }
 #endif
 
@@ -122,15 +127,17 @@ void time_row(const Context& ctx, const Problem& p, const Kernel& kernel, const 
               Buffers& b, Row& row) {
   std::vector<std::function<void()>> variants{[&] { kernel.execute(b.src.get(), packed, b.dst.get()); }};
   variants[0]();  // the cross-check below compares with this result
-#if DECONVJIT_HAVE_ONEDNN
+#if !DECONVJIT_HAVE_ONEDNN
+  (void)p;
+#else
   std::unique_ptr<bench::OnednnDeconv> dnnl;
   if (ctx.onednn) {
     dnnl = bench::OnednnDeconv::create(p, b.src.get(), b.weights.get(), b.other.get(), &row.onednn_note);
     if (dnnl) {
       variants.push_back([&] { dnnl->run_user_layout(); });
       variants.push_back([&] { dnnl->run_any_layout(); });
-      cross_check(row.name, "a", variants[1], p, b);
-      cross_check(row.name, "b", variants[2], p, b);
+      row.onednn_agrees = cross_check(row.name, "a", variants[1], p, b);
+      row.onednn_agrees = cross_check(row.name, "b", variants[2], p, b) && row.onednn_agrees;
       row.impl_a = dnnl->impl_user_layout();
       row.impl_b = dnnl->impl_any_layout();
     } else {
@@ -213,6 +220,7 @@ nlohmann::ordered_json row_json(const Row& r) {
     j["onednn_a_ms"] = number(r.onednn_a_ms);
     j["onednn_b_ms"] = number(r.onednn_b_ms);
     j["ratio"] = number(r.ratio);
+    if (!r.impl_a.empty()) j["onednn_agrees"] = r.onednn_agrees;
     if (!r.impl_a.empty()) j["onednn_impl_a"] = r.impl_a;
     if (!r.impl_b.empty()) j["onednn_impl_b"] = r.impl_b;
     if (!r.onednn_note.empty()) j["onednn_note"] = r.onednn_note;
@@ -335,6 +343,16 @@ bool setup_onednn(const BenchArgs& a, Isa requested, Isa resolved) {
 #endif
 }
 
+// Other processes on the cores skew every figure, OpenMP's spinning barriers in oneDNN most of all.
+void warn_if_busy() {
+  double load = 0;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  if (::getloadavg(&load, 1) == 1 && load > 0.5 * hw) {
+    std::cerr << "warning: load average " << fixed(load, 2) << " on " << hw
+              << " hardware threads: other processes are running, timings will be noisy\n";
+  }
+}
+
 int bench_all(const BenchArgs& a) {
   const std::vector<bench::BenchCase> cases = select_cases(a);
   Context ctx{a, {}, {}, false, 1};
@@ -345,6 +363,7 @@ int bench_all(const BenchArgs& a) {
   // A short probe when the user asked for quick timings (tests); 0.1 s per figure otherwise.
   ctx.peak = bench::machine_peak(std::clamp(a.min_time, 0.02, 0.1));
 
+  warn_if_busy();
   std::vector<Row> rows;
   int verify_failures = 0, unsupported = 0;
   const bool progress = !a.json && ::isatty(2);

@@ -1,8 +1,10 @@
 #include "import/inputs.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 namespace deconvjit::import {
 namespace {
