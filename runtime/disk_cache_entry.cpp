@@ -28,9 +28,15 @@ void store_le(std::vector<uint8_t>& out, T v) {
   out.insert(out.end(), p, p + sizeof v);
 }
 
+// Every hint is part of the key: two requests that differ in any hint may get different code. A new
+// field in TuningHints must be added here and below; this tripwire makes sure it is not forgotten.
+static_assert(sizeof(TuningHints) == 5 * sizeof(int) + 2 * sizeof(std::string) + 4,
+              "TuningHints changed: add the new field to hints_json and hints_from_json");
+
 Json hints_json(const TuningHints& h) {
-  return Json{{"ur_w", h.ur_w},           {"oc_vectors", h.oc_vectors}, {"ic_unroll", h.ic_unroll},
-              {"x_split", h.x_split},     {"algorithm", h.algorithm},   {"layout", h.layout}};
+  return Json{{"ur_w", h.ur_w},       {"oc_vectors", h.oc_vectors}, {"ic_unroll", h.ic_unroll},
+              {"x_split", h.x_split}, {"algorithm", h.algorithm},   {"layout", h.layout},
+              {"x_halo", h.x_halo}};
 }
 
 TuningHints hints_from_json(const Json& j) {
@@ -41,6 +47,7 @@ TuningHints hints_from_json(const Json& j) {
   h.x_split = j.at("x_split").get<int>();
   h.algorithm = j.at("algorithm").get<std::string>();
   h.layout = j.at("layout").get<std::string>();
+  h.x_halo = j.at("x_halo").get<int>();
   return h;
 }
 
@@ -89,9 +96,9 @@ void check_isa(const Json& meta, const EntryExpectation& want) {
   if (isa != to_string(want.isa)) reject("entry is for ISA " + isa + ", expected " + to_string(want.isa));
   if (!isa_available(want.isa)) reject(std::string("this CPU lacks ISA ") + to_string(want.isa));
   const auto features = field<std::vector<std::string>>(meta, "cpu_features");
-  if (features != required_features(want.isa)) reject("cpu_features do not match ISA " + isa);
   for (const std::string& f : features)
     if (!cpu_has_feature(f)) reject("this CPU lacks feature " + f + " that the code needs");
+  if (features != required_features(want.isa)) reject("cpu_features do not match ISA " + isa);
 }
 
 void check_identity(const Json& meta, const EntryExpectation& want) {

@@ -7,6 +7,10 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "runtime/compiled_kernel.hpp"
 
@@ -27,16 +31,66 @@ RowGeometry geometry(const Plan& pl) {
   return g;
 }
 
-// Per-thread scratch that only grows: NXC copies of NCX tensors, and row buffers.
-float* scratch(int slot, size_t floats) {
-  thread_local std::unique_ptr<float[]> buf[3];
-  thread_local size_t cap[3] = {0, 0, 0};
-  if (cap[slot] < floats) {
-    buf[slot].reset(new float[floats]);
-    cap[slot] = floats;
+// A task's row buffer. Thread-local is safe here because a task never blocks while holding it.
+float* row_scratch(size_t floats) {
+  thread_local std::unique_ptr<float[]> buf;
+  thread_local size_t cap = 0;
+  if (cap < floats) {
+    buf.reset(new float[floats]);
+    cap = floats;
   }
-  return buf[slot].get();
+  return buf.get();
 }
+
+// Buffers that live across a parallel loop (copies of src and dst). They cannot be thread-local: while
+// a thread waits in tbb::parallel_for, TBB may run another execute() on it, which would reuse the same
+// buffer. A small pool keeps the allocations (and their page faults) out of the steady state.
+class ScratchPool {
+ public:
+  class Lease {
+   public:
+    Lease(ScratchPool* pool, std::unique_ptr<float[]> buf, size_t cap)
+        : pool_(pool), buf_(std::move(buf)), cap_(cap) {}
+    Lease(Lease&& o) noexcept : pool_(o.pool_), buf_(std::move(o.buf_)), cap_(o.cap_) {}
+    Lease& operator=(Lease&&) = delete;
+    ~Lease() {
+      if (buf_) pool_->give_back(std::move(buf_), cap_);
+    }
+    float* get() const { return buf_.get(); }
+
+   private:
+    ScratchPool* pool_;
+    std::unique_ptr<float[]> buf_;
+    size_t cap_;
+  };
+
+  static ScratchPool& instance() {
+    static ScratchPool pool;
+    return pool;
+  }
+
+  Lease take(size_t floats) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < free_.size(); ++i)
+        if (free_[i].second >= floats) {
+          auto entry = std::move(free_[i]);
+          free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+          return Lease{this, std::move(entry.first), entry.second};
+        }
+    }
+    return Lease{this, std::unique_ptr<float[]>(new float[floats]), floats};
+  }
+
+ private:
+  static constexpr size_t kKeep = 8;
+  void give_back(std::unique_ptr<float[]> buf, size_t cap) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kKeep) free_.emplace_back(std::move(buf), cap);
+  }
+  std::mutex mu_;
+  std::vector<std::pair<std::unique_ptr<float[]>, size_t>> free_;
+};
 
 struct Task {
   int64_t g, ob, n, oz, oy, part;
@@ -96,7 +150,7 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, co
                          (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
   const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
-  float* buf = row_buffer ? scratch(2, static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
+  float* buf = row_buffer ? row_scratch(static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
   float* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
                               : dst + t.n * pl.dst_n + oc0 * pl.dst_c +
                                     (t.oz * a[1].out + t.oy) * a[2].out * pl.dst_x;
@@ -180,14 +234,19 @@ void for_rows(int64_t n, bool parallel, const F& f) {
   tbb::parallel_for(int64_t{0}, n, f);
 }
 
-// The source the kernels read: NXC, rows of x widened by the plan's zero halo.
-const float* prepare_src(const CompiledKernel& k, const float* src) {
+// The source the kernels read: NXC, rows of x widened by the plan's zero halo, in `out`.
+size_t prepared_src_floats(const CompiledKernel& k) {
+  const Problem& p = k.problem;
+  const HaloMap map{p.in.back(), k.plan.halo_left, k.plan.halo_right};
+  return static_cast<size_t>(p.src_elements() / p.in.back() * map.padded(p.in.back()));
+}
+
+void prepare_src(const CompiledKernel& k, const float* src, float* out) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
   const int64_t c = p.c_in, x = p.in.back();
   const HaloMap map{x, pl.halo_left, pl.halo_right};
   const int64_t rows = p.src_elements() / (c * x), xp = map.padded(x);
-  float* out = scratch(0, static_cast<size_t>(rows * xp * c));
   if (p.data_format == DataFormat::NCX) {
     transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map);
   } else {
@@ -201,19 +260,24 @@ const float* prepare_src(const CompiledKernel& k, const float* src) {
       std::fill(row, row + map.left * c, 0.f);
       std::fill(row + (map.left + x) * c, row + xp * c, 0.f);
     });
-  return out;
 }
 
 }  // namespace
 
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
-  const float* s = k.plan.copies_src() ? prepare_src(k, src) : src;
-  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, s, packed, dst);
+  ScratchPool& pool = ScratchPool::instance();
+  std::optional<ScratchPool::Lease> src_copy;
+  if (k.plan.copies_src()) {
+    src_copy.emplace(pool.take(prepared_src_floats(k)));  // NOLINT: moved in
+    prepare_src(k, src, src_copy->get());
+    src = src_copy->get();
+  }
+  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, src, packed, dst);
   const int64_t out_sp = p.dst_elements() / (p.batch * p.c_out);
-  float* dst_nxc = scratch(1, static_cast<size_t>(p.dst_elements()));
-  run_rows(k, s, packed, dst_nxc);
-  transpose(dst_nxc, dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
+  ScratchPool::Lease dst_nxc = pool.take(static_cast<size_t>(p.dst_elements()));
+  run_rows(k, src, packed, dst_nxc.get());
+  transpose(dst_nxc.get(), dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
 }
 
 }  // namespace deconvjit::detail

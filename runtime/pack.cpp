@@ -65,7 +65,8 @@ void pack_weights_into(const CompiledKernel& k, const float* weights, float* out
               const int64_t ocv = ob * pl.main.vectors * pl.lanes + c;
               float v = 0.f;
               if (ocv < pl.oc_per_group) {
-                const int64_t kx = gemm ? ocv / uw.oc_g : kxv;
+                // gemm: virtual channel = (phase, oc); phase r at virtual tap j is kernel x r + j*s.
+                const int64_t kx = gemm ? ocv / uw.oc_g + kxv * p.stride.back() : kxv;
                 const int64_t oc = gemm ? ocv % uw.oc_g : depthwise ? 0 : ocv;
                 const int64_t grp = depthwise ? ocv : g;  // depthwise: the channel is the group
                 v = uw.at(grp, ic, oc, (kz * kd[1] + ky) * kd[2] + kx);

@@ -225,10 +225,12 @@ class ConcurrentExecute : public ::testing::TestWithParam<const char*> {
 
 // Several std::threads run one Kernel on their own buffers; each result equals the serial one bit for bit.
 TEST_P(ConcurrentExecute, FromStdThreads) {
+  const std::string layout = GetParam();
   TuningHints h;
-  h.layout = GetParam();
-  DeconvTester t = DeconvTester().batch(2).channels(24, 40).input({20, 18}).kernel({3, 3}).stride({2, 2}).hints(h);
-  if (h.layout == "in_kernel" && !isa_available(Isa::avx512_core)) GTEST_SKIP() << "needs AVX-512";
+  if (layout != "nxc") h.layout = layout;
+  DeconvTester t = DeconvTester().batch(2).channels(24, 40).input({20, 18}).kernel({3, 3}).stride({2, 2}).hints(h)
+                       .layout(layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
+  if (layout == "in_kernel" && !isa_available(Isa::avx512_core)) GTEST_SKIP() << "needs AVX-512";
   const Prepared r = prepare(t);
   ASSERT_TRUE(r.plan.at("parallel").get<bool>());
   constexpr int kThreads = 6, kReps = 4;
@@ -253,13 +255,20 @@ TEST_P(ConcurrentExecute, FromStdThreads) {
   expect_matches_reference(r, run_in_arena(r, 2));
 }
 
-// execute() called from inside TBB tasks (e.g. a caller's parallel loop over requests): while one call waits
-// for its own tasks, its thread may pick up another call; per-thread scratch must not be shared by the two.
+// execute() called from inside TBB tasks (a caller's parallel loop over requests, as inference runtimes do):
+// while one call waits for its own tasks, its thread may pick up another whole call (TBB does not isolate
+// nested parallelism unless asked to), so per-thread scratch must not be shared by the two calls.
+//
+// KNOWN BUG (reported to the lead): fails for the NCX layouts that stage data in per-thread scratch
+// (row_buffer and scratch): runtime/executor.cpp keeps the thread_local NXC copy of src (and of dst) across
+// its own parallel_for; a nested call on the same thread overwrites it. nxc and in_kernel pass.
 TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
+  const std::string layout = GetParam();
   TuningHints h;
-  h.layout = GetParam();
-  DeconvTester t = DeconvTester().batch(2).channels(24, 40).input({20, 18}).kernel({3, 3}).stride({2, 2}).hints(h);
-  if (h.layout == "in_kernel" && !isa_available(Isa::avx512_core)) GTEST_SKIP() << "needs AVX-512";
+  if (layout != "nxc") h.layout = layout;
+  DeconvTester t = DeconvTester().channels(64, 64).input({32, 32}).kernel({3, 3}).stride({2, 2}).hints(h)
+                       .layout(layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
+  if (layout == "in_kernel" && !isa_available(Isa::avx512_core)) GTEST_SKIP() << "needs AVX-512";
   const Prepared r = prepare(t);
   ASSERT_TRUE(r.plan.at("parallel").get<bool>());
   constexpr int kCalls = 48;
@@ -269,35 +278,30 @@ TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
     want.push_back(run_in_arena(r, 1, srcs.back().data()));
     got[i].assign(want[i].size(), std::nanf(""));
   }
+  // More threads than cores make nesting likely; rounds repeat until some calls did nest (bounded).
   tbb::global_control oversubscribe(tbb::global_control::max_allowed_parallelism, 8);
   tbb::task_arena arena(8);
-  for (int rep = 0; rep < 3; ++rep) {
+  std::atomic<int> nested{0};
+  int wrong = 0, rounds = 0;
+  for (; rounds < 15 && nested.load() < 4; ++rounds) {
     arena.execute([&] {
-      tbb::parallel_for(0, kCalls, [&](int i) { r.k.execute(srcs[i].data(), r.w, got[i].data()); });
+      tbb::parallel_for(0, kCalls, [&](int i) {
+        thread_local int depth = 0;
+        if (depth > 0) ++nested;  // this call runs inside another one's wait
+        ++depth;
+        r.k.execute(srcs[i].data(), r.w, got[i].data());
+        --depth;
+      });
     });
-    for (int i = 0; i < kCalls; ++i)
-      EXPECT_TRUE(same_bits(got[i], want[i])) << "call " << i << " (rep " << rep << ") of " << r.k.name();
+    for (int i = 0; i < kCalls; ++i) wrong += !same_bits(got[i], want[i]);
   }
+  EXPECT_EQ(wrong, 0) << "calls with a wrong result, of " << rounds * kCalls << " (" << nested.load()
+                      << " ran nested inside another call), kernel " << r.k.name();
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, ConcurrentExecute, ::testing::Values("row_buffer", "scratch", "in_kernel"),
+INSTANTIATE_TEST_SUITE_P(Layouts, ConcurrentExecute,
+                         ::testing::Values("nxc", "row_buffer", "scratch", "in_kernel"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
-
-TEST(ConcurrentExecuteNxc, FromInsideTbbTasks) {
-  NoDiskCache no_disk_cache;
-  const Prepared r = prepare(DeconvTester().batch(2).channels(24, 40).input({20, 18}).kernel({3, 3}).stride({2, 2})
-                                 .layout(DataFormat::NXC));
-  ASSERT_TRUE(r.plan.at("parallel").get<bool>());
-  constexpr int kCalls = 8;
-  std::vector<std::vector<float>> srcs, want, got(kCalls);
-  for (int i = 0; i < kCalls; ++i) {
-    srcs.push_back(verify::uniform_data(r.p.src_elements(), 300 + i));
-    want.push_back(run_in_arena(r, 1, srcs.back().data()));
-    got[i].assign(want[i].size(), std::nanf(""));
-  }
-  tbb::parallel_for(0, kCalls, [&](int i) { r.k.execute(srcs[i].data(), r.w, got[i].data()); });
-  for (int i = 0; i < kCalls; ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << "call " << i;
-}
 
 }  // namespace
 }  // namespace deconvjit
