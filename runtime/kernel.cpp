@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "jit/deconv_kernels.hpp"
 #include "runtime/compiled_kernel.hpp"
@@ -56,20 +59,58 @@ CacheStats cache_stats() { return detail::KernelCache::instance().stats(); }
 void cache_clear() { detail::KernelCache::instance().clear(); }
 void cache_set_capacity(size_t c) { detail::KernelCache::instance().set_capacity(c); }
 
+namespace detail {
+namespace {
+
+// The descriptor exactly as given (name aside), as bytes: equal bytes mean an equal problem, so a
+// repeated compile() can find its kernel without validating again (resolve() costs microseconds).
+std::string raw_key(const Descriptor& d, Isa isa, const TuningHints& h) {
+  std::string k;
+  auto put = [&k](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto list = [&](const std::vector<int64_t>& v) {
+    put(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) put(x);
+  };
+  for (const auto* v : {&d.src, &d.weights, &d.strides, &d.dilations, &d.pads_begin, &d.pads_end,
+                        &d.output_padding, &d.output_shape})
+    list(*v);
+  put(d.groups ? *d.groups : -1);
+  for (int e : {static_cast<int>(d.auto_pad), static_cast<int>(d.data_format),
+                static_cast<int>(d.weights_format), static_cast<int>(d.dtype),
+                static_cast<int>(d.weights_dtype), static_cast<int>(isa)})
+    put(e);
+  return k + hints_key(h);
+}
+
+}  // namespace
+}  // namespace detail
+
 Kernel compile(const Descriptor& d, const Options& options) {
   const auto t0 = detail::Clock::now();
-  Problem p = resolve(d);
-  if (p.dtype != DType::f32)
-    throw Error(Error::Kind::Unsupported, std::string("dtype ") + to_string(p.dtype) +
-                                              " is not supported yet (only f32 is compiled)");
   const Isa isa = resolve_isa(options.max_isa);
+  std::optional<Problem> p;
+  auto problem = [&]() -> const Problem& {
+    if (!p) {
+      p = resolve(d);
+      if (p->dtype != DType::f32)
+        throw Error(Error::Kind::Unsupported, std::string("dtype ") + to_string(p->dtype) +
+                                                  " is not supported yet (only f32 is compiled)");
+    }
+    return *p;
+  };
   // On a miss: load the kernel from the on-disk cache, or compile it and store it there.
-  auto build = [&] { return detail::build_or_load(p, isa, options); };
+  auto build = [&] { return detail::build_or_load(problem(), isa, options); };
   detail::CacheLookup found;
   if (options.use_cache) {
-    const std::string key = p.canonical + '|' + to_string(isa) + '|' + version() + '|' +
-                            detail::hints_key(options.hints);
-    found = detail::KernelCache::instance().get_or_build(key, build);
+    detail::KernelCache& cache = detail::KernelCache::instance();
+    const std::string raw = detail::raw_key(d, isa, options.hints);
+    std::optional<std::string> key = cache.alias(raw);
+    if (!key) {
+      key = problem().canonical + '|' + to_string(isa) + '|' + version() + '|' +
+            detail::hints_key(options.hints);
+      cache.add_alias(raw, *key);
+    }
+    found = cache.get_or_build(*key, build);
   } else {
     found.kernel = build();
   }

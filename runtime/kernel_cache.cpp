@@ -16,6 +16,7 @@ struct KernelCache::Impl {
   mutable std::mutex mu;
   std::unordered_map<std::string, Entry> map;
   std::list<std::string> order;  // most recently used first
+  std::unordered_map<std::string, std::string> aliases;  // bounded: cleared when it outgrows the cache
   size_t capacity = 1024;
   uint64_t hits = 0, misses = 0;
 
@@ -80,6 +81,19 @@ CacheLookup KernelCache::get_or_build(const std::string& key, const std::functio
   }
 }
 
+std::optional<std::string> KernelCache::alias(const std::string& raw) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->aliases.find(raw);
+  if (it == impl_->aliases.end()) return std::nullopt;
+  return it->second;
+}
+
+void KernelCache::add_alias(const std::string& raw, const std::string& key) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->aliases.size() >= 4 * impl_->capacity + 16) impl_->aliases.clear();
+  impl_->aliases.emplace(raw, key);
+}
+
 CacheStats KernelCache::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return {impl_->hits, impl_->misses, impl_->map.size(), impl_->capacity};
@@ -89,6 +103,7 @@ void KernelCache::clear() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->map.clear();
   impl_->order.clear();
+  impl_->aliases.clear();
   impl_->hits = impl_->misses = 0;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/compiled_kernel.hpp"
@@ -23,6 +24,9 @@ class KernelCache {
   static KernelCache& instance();
   CacheLookup get_or_build(const std::string& key, const std::function<KernelPtr()>& build);
   CacheStats stats() const;
+  // Raw descriptor bytes -> cache key, remembered so that repeated lookups skip validation.
+  std::optional<std::string> alias(const std::string& raw) const;
+  void add_alias(const std::string& raw, const std::string& key);
   void clear();
   void set_capacity(size_t capacity);
   size_t capacity() const;
