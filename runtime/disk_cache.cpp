@@ -62,21 +62,23 @@ bool make_dirs(const std::string& dir) {
   return true;
 }
 
-// The directory may be used: it exists (or, with `create`, was created) and only this user can write
-// into it.
-bool dir_usable(const std::string& dir, bool create) {
+// Why the directory must not be used ("" when it may): it must exist (with `create`, it is created) and
+// only this user may write into it.
+std::string dir_problem(const std::string& dir, bool create) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT && !create) return false;
-    if (errno != ENOENT || !make_dirs(dir) || ::stat(dir.c_str(), &st) != 0) {
-      warn_once("dir:" + dir, "kernel cache directory '" + dir + "' cannot be created (" + errno_text() +
-                                  "); the disk cache is off");
-      return false;
-    }
+    if (errno == ENOENT && !create) return "absent";
+    if (errno != ENOENT || !make_dirs(dir) || ::stat(dir.c_str(), &st) != 0)
+      return "impossible to create (" + errno_text() + ")";
   }
-  std::string why = S_ISDIR(st.st_mode) ? ownership_problem(st) : "not a directory";
+  return S_ISDIR(st.st_mode) ? ownership_problem(st) : "not a directory";
+}
+
+bool dir_usable(const std::string& dir, bool create) {
+  const std::string why = dir_problem(dir, create);
   if (why.empty()) return true;
-  warn_once("dir:" + dir, "kernel cache directory '" + dir + "' is " + why + "; the disk cache is off");
+  if (why != "absent")
+    warn_once("dir:" + dir, "kernel cache directory '" + dir + "' is " + why + "; the disk cache is off");
   return false;
 }
 
@@ -88,7 +90,7 @@ struct FileRead {
   std::vector<uint8_t> bytes;
 };
 
-bool read_all(int fd, std::vector<uint8_t>& out, size_t size) {
+void read_all(int fd, std::vector<uint8_t>& out, size_t size) {
   out.resize(size);
   size_t done = 0;
   while (done < size) {
@@ -97,8 +99,7 @@ bool read_all(int fd, std::vector<uint8_t>& out, size_t size) {
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  out.resize(done);  // a file shrinking under us shows up as a truncated entry
-  return true;
+  out.resize(done);  // a read error or a file shrinking under us shows up as a truncated entry
 }
 
 // Reads an entry without following links and only if this user alone could have written it.
@@ -335,8 +336,16 @@ DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& options) {
 
 std::vector<DiskCacheEntry> disk_cache_entries(const std::string& dir) {
   std::vector<DiskCacheEntry> out;
-  for (const std::string& name : detail::dir_names(dir))
-    if (detail::is_entry_name(name)) out.push_back(detail::describe_entry(dir, name));
+  // compile() ignores an unsafe directory as a whole, so every entry in it is reported unusable.
+  const std::string dir_why = detail::dir_problem(dir, /*create=*/false);
+  for (const std::string& name : detail::dir_names(dir)) {
+    if (!detail::is_entry_name(name)) continue;
+    out.push_back(detail::describe_entry(dir, name));
+    if (!dir_why.empty()) {
+      out.back().valid = false;
+      out.back().error = "ignored: the directory is " + dir_why;
+    }
+  }
   return out;
 }
 

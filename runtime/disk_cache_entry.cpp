@@ -7,6 +7,16 @@
 
 #include "runtime/disk_cache.hpp"
 
+// Released builds are told apart by version(). During development the code generator changes while the
+// version stays, so the build may generate a fingerprint of its sources (cmake/deconvjit_build_id.cmake)
+// and entries from any other build are then rejected too.
+#if __has_include("deconvjit_build_id.hpp")
+#include "deconvjit_build_id.hpp"
+#endif
+#ifndef DECONVJIT_BUILD_ID
+#define DECONVJIT_BUILD_ID ""
+#endif
+
 namespace deconvjit::detail {
 namespace {
 
@@ -105,6 +115,9 @@ void check_identity(const Json& meta, const EntryExpectation& want) {
   const auto version = field<std::string>(meta, "library_version");
   if (version != deconvjit::version())
     reject("built by deconvjit " + version + ", this is " + deconvjit::version());
+  if (field<std::string>(meta, "build_id") != DECONVJIT_BUILD_ID)
+    reject("built by another build of deconvjit " + version + " (build id " +
+           field<std::string>(meta, "build_id") + ", this is " + DECONVJIT_BUILD_ID + ")");
   check_isa(meta, want);
   if (field<std::string>(meta, "key") != want.key) reject("key does not match the requested kernel");
   if (field<std::string>(meta, "descriptor") != want.problem.canonical)
@@ -193,6 +206,7 @@ std::vector<uint8_t> encode_entry(const CompiledKernel& k, Isa isa, const Tuning
   meta["descriptor"] = k.problem.canonical;
   meta["isa"] = to_string(isa);
   meta["library_version"] = deconvjit::version();
+  meta["build_id"] = DECONVJIT_BUILD_ID;
   meta["cpu_features"] = required_features(isa);
   meta["hints"] = hints_json(hints);
   meta["kernel"] = k.plan.name;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/transpose.hpp"
 
 namespace deconvjit::detail {
 namespace {
@@ -119,15 +120,11 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
   const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
   const int64_t channels = std::min<int64_t>(pl.dst_x, (t.g + 1) * pl.oc_per_group - oc0);
   const int64_t row = (t.oz * a[1].out + t.oy) * a[2].out + part.x0;
-  const int64_t width = part.x1 - part.x0;
   const int64_t n_begin = pl.block_over_batch ? 0 : t.n;
   const int64_t n_end = pl.block_over_batch ? pl.batch : t.n + 1;
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    const float* b = buf + (n - n_begin) * pl.dst_n;
-    float* d = dst + (n * p.c_out + oc0) * out_sp + row;
-    for (int64_t c = 0; c < channels; ++c, d += out_sp)
-      for (int64_t x = 0; x < width; ++x) d[x] = b[x * pl.dst_x + c];
-  }
+  for (int64_t n = n_begin; n < n_end; ++n)
+    transpose_block(buf + (n - n_begin) * pl.dst_n, pl.dst_x, dst + (n * p.c_out + oc0) * out_sp + row,
+                    out_sp, part.x1 - part.x0, channels);
 }
 
 void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, const float* src,
@@ -189,40 +186,25 @@ struct HaloMap {
   int64_t padded(int64_t cols) const { return cols / x * (x + left + right); }
 };
 
-// [rows][cols] -> [cols'][rows] for each of `images`, cols' placed by `map`. A task owns a chunk of
-// rows (about 64 KiB of input, read once) and walks it in 16x16 tiles staged through a local buffer, so
-// the strided side touches at most 16 lines at a time (power-of-two strides would otherwise thrash one
-// L1 set).
+// [rows][cols] -> [cols'][rows] for each of `images`, column c placed at cols' index map(c). A task
+// owns a chunk of rows (about 64 KiB of input) and a run of columns that share one halo row.
 void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
                const HaloMap& map) {
-  constexpr int64_t T = 16;
-  const int64_t chunk = std::max<int64_t>(T, 16384 / std::max<int64_t>(cols, 1) / T * T);
-  const int64_t chunks = (rows + chunk - 1) / chunk;
+  const int64_t chunk = std::max<int64_t>(8, 16384 / std::max<int64_t>(map.x, 1) / 8 * 8);
+  const int64_t chunks = (rows + chunk - 1) / chunk, runs = cols / map.x;
   const int64_t out_image = rows * map.padded(cols);
   auto body = [&](int64_t t) {
-    const int64_t n = t / chunks, r_begin = t % chunks * chunk;
-    const int64_t r_end = std::min(rows, r_begin + chunk);
-    const float* src = in + n * rows * cols;
-    float* dst = out + n * out_image;
-    float buf[T][T];
-    for (int64_t c0 = 0; c0 < cols; c0 += T) {
-      const int64_t nc = std::min(T, cols - c0);
-      for (int64_t r0 = r_begin; r0 < r_end; r0 += T) {
-        const int64_t nr = std::min(T, r_end - r0);
-        for (int64_t r = 0; r < nr; ++r)
-          for (int64_t c = 0; c < nc; ++c) buf[c][r] = src[(r0 + r) * cols + c0 + c];
-        for (int64_t c = 0; c < nc; ++c) {
-          float* d = dst + map(c0 + c) * rows + r0;
-          for (int64_t r = 0; r < nr; ++r) d[r] = buf[c][r];
-        }
-      }
-    }
+    const int64_t n = t / (chunks * runs), r0 = t / runs % chunks * chunk, run = t % runs;
+    const int64_t nr = std::min(rows - r0, chunk);
+    transpose_block(in + n * rows * cols + r0 * cols + run * map.x, cols,
+                    out + n * out_image + map(run * map.x) * rows + r0, rows, nr, map.x);
   };
+  const int64_t tasks = images * chunks * runs;
   if (!parallel) {
-    for (int64_t t = 0; t < images * chunks; ++t) body(t);
+    for (int64_t t = 0; t < tasks; ++t) body(t);
     return;
   }
-  tbb::parallel_for(int64_t{0}, images * chunks, body);
+  tbb::parallel_for(int64_t{0}, tasks, body);
 }
 
 template <typename F>

@@ -12,8 +12,9 @@ case "$mode" in
 esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-required=(cmake g++ ninja-build libxbyak-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
-optional=(libdnnl-dev libpugixml-dev)  # only `main` wants them (oneDNN comparison), and can do without
+required=(cmake g++ ninja-build libxbyak-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev
+  libpugixml-dev)
+optional=(libdnnl-dev)  # only `main` wants it (the oneDNN comparison), and can do without
 
 missing() {
   local p

@@ -30,7 +30,7 @@ using testing::random_descriptor;
 constexpr int kShards = 8;              // per ISA; ctest runs each shard as its own test
 constexpr int kPerShard = 300;          // 8 x 300 = 2400 small descriptors per ISA
 constexpr int kLargeShards = 2;
-constexpr int kLargePerShard = 150;     // 300 larger ones per ISA: several register blocks per row
+constexpr int kLargePerShard = 400;     // 800 larger ones per ISA: several register blocks per row
 constexpr int kHintShards = 2;
 constexpr int kHintsPerShard = 200;     // 400 hinted descriptors per ISA
 constexpr int kStopAfterFailures = 10;  // one bug should not bury the log
@@ -149,6 +149,8 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
     h.ur_w = uniform(rng, 1, (regs - budget_nv - bcast) / budget_nv);
   }
   h.ic_unroll = uniform(rng, 0, 8);
+  const int halo = uniform(rng, 0, 5);  // mostly the heuristic; sometimes forced off or on
+  h.x_halo = halo == 0 ? 0 : halo == 1 ? 1 : -1;
   h.x_split = uniform(rng, 0, 5);
   const bool depthwise = p.groups > 1 && p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
   if (p.data_format == DataFormat::NCX) {
@@ -170,7 +172,7 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
 }
 
 std::string hints_text(const TuningHints& h) {
-  return "ur_w=" + std::to_string(h.ur_w) + " oc_vectors=" + std::to_string(h.oc_vectors) +
+  return "x_halo=" + std::to_string(h.x_halo) + " ur_w=" + std::to_string(h.ur_w) + " oc_vectors=" + std::to_string(h.oc_vectors) +
          " ic_unroll=" + std::to_string(h.ic_unroll) + " x_split=" + std::to_string(h.x_split) +
          " algorithm='" + h.algorithm + "' layout='" + h.layout + "'";
 }
@@ -211,6 +213,9 @@ TEST_P(RandomHints, AcceptedHintsAreHonouredAndExact) {
     if (h.layout == "scratch") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_via_scratch");
     if (h.layout == "in_kernel") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_in_kernel");
     if (h.layout == "row_buffer") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_row_buffer");
+    const bool halo = plan.at("halo")[0].get<int64_t>() + plan.at("halo")[1].get<int64_t>() > 0;
+    if (h.x_halo == 0) EXPECT_FALSE(halo);
+    if (h.x_halo == 1) EXPECT_TRUE(halo);
     DeconvTester(d).isa(param.isa).hints(h).use_cache(false).seed(static_cast<uint64_t>(i) + 7).Test();
     if (failed_parts() > before) ++failures;
   }

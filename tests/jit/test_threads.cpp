@@ -258,10 +258,8 @@ TEST_P(ConcurrentExecute, FromStdThreads) {
 // execute() called from inside TBB tasks (a caller's parallel loop over requests, as inference runtimes do):
 // while one call waits for its own tasks, its thread may pick up another whole call (TBB does not isolate
 // nested parallelism unless asked to), so per-thread scratch must not be shared by the two calls.
-//
-// KNOWN BUG (reported to the lead): fails for the NCX layouts that stage data in per-thread scratch
-// (row_buffer and scratch): runtime/executor.cpp keeps the thread_local NXC copy of src (and of dst) across
-// its own parallel_for; a nested call on the same thread overwrites it. nxc and in_kernel pass.
+// (Regression test: with thread_local NXC copies of src/dst held across the executor's own parallel_for,
+// the row_buffer and scratch layouts failed here in most runs.)
 TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
   const std::string layout = GetParam();
   TuningHints h;

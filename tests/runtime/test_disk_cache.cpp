@@ -62,11 +62,14 @@ nlohmann::ordered_json read_meta(const Bytes& b) {
 
 // Replaces the metadata and recomputes the checksum: the entry is intact, only its claims changed.
 Bytes reseal(const Bytes& b, const std::string& text) {
-  Bytes out(b.begin(), b.begin() + detail::kDiskHeaderBytes);
+  constexpr size_t head = detail::kDiskHeaderBytes;
   const uint32_t n = static_cast<uint32_t>(text.size());
+  const size_t code = b.size() - head - meta_bytes(b);
+  Bytes out(head + text.size() + code);
+  std::memcpy(out.data(), b.data(), head);
   std::memcpy(out.data() + 12, &n, 4);
-  out.insert(out.end(), text.begin(), text.end());
-  out.insert(out.end(), b.begin() + detail::kDiskHeaderBytes + meta_bytes(b), b.end());
+  std::memcpy(out.data() + head, text.data(), text.size());
+  std::memcpy(out.data() + head + text.size(), b.data() + head + meta_bytes(b), code);
   const uint64_t sum = detail::entry_checksum(out.data(), out.data() + detail::kDiskHeaderBytes,
                                               out.size() - detail::kDiskHeaderBytes);
   std::memcpy(out.data() + 24, &sum, 8);
@@ -234,6 +237,9 @@ std::vector<Corruption> corruptions() {
       {"other_library_version",
        [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["library_version"] = "0.0.0-other"; }); },
        "built by deconvjit 0.0.0-other"},
+      {"other_build_of_this_version",
+       [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["build_id"] = "another-build"; }); },
+       "another build"},
       {"key_of_another_problem",
        [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["key"] = "something else"; }); }, "key"},
       {"descriptor_of_another_problem",
@@ -337,14 +343,26 @@ TEST_F(DiskCache, SymlinkedEntryIsIgnored) {
 }
 
 TEST_F(DiskCache, UnsafeDirectoryTurnsTheCacheOff) {
-  fs::create_directories(dir_);
+  compile_here();
+  const std::string path = entry_path();
   ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  fs::remove(path);
   ::testing::internal::CaptureStderr();
   const Kernel k = compile_here();
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("writable by group or others"), std::string::npos) << err;
+  EXPECT_GT(k.compile_ms(), 0.0);
   EXPECT_EQ(run(k), expected());
-  EXPECT_TRUE(fs::is_empty(dir_));
+  EXPECT_TRUE(fs::is_empty(dir_));  // nothing stored
+
+  ASSERT_EQ(::chmod(dir_.c_str(), 0700), 0);
+  compile_here();  // stores again
+  ASSERT_EQ(::chmod(dir_.c_str(), 0770), 0);
+  EXPECT_GT(compile_here().compile_ms(), 0.0);  // a valid entry in an unsafe directory is not loaded
+  const auto listed = disk_cache_entries(dir_);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_FALSE(listed[0].valid);
+  EXPECT_NE(listed[0].error.find("directory is writable by group or others"), std::string::npos) << listed[0].error;
 }
 
 TEST_F(DiskCache, CreatesMissingParentsPrivately) {

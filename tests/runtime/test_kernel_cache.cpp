@@ -126,13 +126,17 @@ TEST_F(KernelCache, DifferentProblemsHintsAndIsasAreDifferentKeys) {
   EXPECT_EQ(cache_stats().hits, 1u);
   EXPECT_EQ(cache_stats().size, 4u);
 
-  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "one ISA only: cannot check the ISA key";
+  if (resolve_isa(Isa::avx512_core) != Isa::avx512_core)
+    GTEST_SKIP() << "AVX-512 unavailable (or capped by DECONVJIT_MAX_ISA): cannot check the ISA key";
   const Kernel z = compile(small(0), opts(Isa::avx512_core));
   const Kernel y = compile(small(0), opts(Isa::avx2));
   EXPECT_EQ(z.isa(), Isa::avx512_core);
   EXPECT_EQ(y.isa(), Isa::avx2);
   EXPECT_NE(z.code(), y.code());
-  EXPECT_EQ(cache_stats().size, 5u);  // best == avx512_core here, so one of the two was already cached
+  // `best` resolved to one of the two, whose kernel was already cached under the resolved ISA.
+  const bool best_is_z = resolve_isa(Isa::best) == Isa::avx512_core;
+  EXPECT_EQ(best_is_z ? z.code() : y.code(), plain.code());
+  EXPECT_EQ(cache_stats().size, 5u);
   EXPECT_EQ(cache_stats().misses, 5u);
 }
 
@@ -308,18 +312,17 @@ TEST_F(KernelCache, ConcurrentRequestsCompileEachKeyOnce) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-// Concurrent requests while another thread shrinks, clears and restores the cache: no crash, every kernel
-// returned is usable, and the counters stay consistent (hits + misses == requests).
+// Concurrent requests while another thread shrinks, clears and resizes the cache: no crash, no deadlock,
+// every kernel returned is usable, and the cache counts correctly afterwards.
 TEST_F(KernelCache, ConcurrentRequestsWhileResizingAndClearing) {
   constexpr int kThreads = 8, kRounds = 40;
   std::atomic<bool> stop{false};
-  std::atomic<int> wrong{0}, requests{0};
+  std::atomic<int> wrong{0};
   std::vector<std::thread> pool;
   for (int t = 0; t < kThreads; ++t)
     pool.emplace_back([&, t] {
       for (int r = 0; r < kRounds; ++r) {
         const Kernel k = compile(small((t + r) % 5), opts());
-        ++requests;
         if (!k || k.code_size() == 0) ++wrong;
         if (r % 10 == 0 && !computes_correctly(k, r)) ++wrong;
       }

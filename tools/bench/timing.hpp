@@ -2,6 +2,8 @@
 // they time on. No benchmark framework: every number the tool prints comes from these few functions.
 #pragma once
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -47,33 +49,51 @@ inline void fill_random(float* p, int64_t count, uint64_t seed) {
   for (int64_t i = 0; i < count; ++i) p[i] = dist(rng);
 }
 
+inline double process_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Sleeps until no thread of this process burns CPU any more (at most `limit` seconds). Thread pools spin
+// for a while after their work: OpenMP's (inside oneDNN) for milliseconds, and a pool still spinning steals
+// cores from the next variant, which then looks up to twice as slow on a small machine.
+inline void wait_until_quiet(double limit = 0.2) {
+  const double end = now_s() + limit;
+  while (now_s() < end) {
+    const double cpu = process_cpu_s();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (process_cpu_s() - cpu < 2e-4) return;
+  }
+}
+
 // Median milliseconds per run of each variant. Variants run in alternating batches (a, b, c, a, b, c, ...)
 // so that clock boosts, thermal drift and noisy neighbours hit all of them alike. Each variant gets at least
 // `min_runs` runs and `min_time` seconds; every run is timed on its own so the median drops outliers.
-// Between batches of different variants the thread pauses for `settle` seconds: variants with their own
-// thread pools (oneTBB here, OpenMP in oneDNN) otherwise meet the other pool's threads still spinning, and on
-// a machine with few cores a spinning pool can stall the next one by a whole scheduler time slice.
+// Before each batch of another variant the process waits until quiet (see above); a batch holds at least
+// three runs so that the first, which wakes the sleeping pool, does not decide the median.
 inline std::vector<double> interleaved_medians(const std::vector<std::function<void()>>& variants,
-                                               double min_time, int min_runs = 5, double settle = 0.002) {
+                                               double min_time, int min_runs = 5) {
   const size_t n = variants.size();
+  const bool alternate = n > 1;
   std::vector<std::vector<double>> samples(n);
   std::vector<double> spent(n, 0.0);
   std::vector<int> batch(n, 1);
   for (size_t v = 0; v < n; ++v) {
     // Two warm-up runs: the first touches fresh pages and lets lazy initialisation happen.
-    if (n > 1) std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+    if (alternate) wait_until_quiet();
     variants[v]();
     const double t0 = now_s();
     variants[v]();
     const double once = std::max(now_s() - t0, 1e-7);
     // About ten rounds in total; a batch is never so long that one variant runs far ahead of the others.
-    batch[v] = static_cast<int>(std::clamp(min_time / 10 / once, 1.0, 10000.0));
+    batch[v] = static_cast<int>(std::clamp(min_time / 10 / once, alternate ? 3.0 : 1.0, 10000.0));
   }
   auto done = [&](size_t v) { return spent[v] >= min_time && static_cast<int>(samples[v].size()) >= min_runs; };
   while (!std::all_of(samples.begin(), samples.end(), [&](const auto& s) { return done(&s - &samples[0]); })) {
     for (size_t v = 0; v < n; ++v) {
       if (done(v)) continue;
-      if (n > 1) std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+      if (alternate) wait_until_quiet();
       for (int r = 0; r < batch[v]; ++r) {
         const double t0 = now_s();
         variants[v]();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -122,7 +123,7 @@ void print_summary(const std::vector<Job>& jobs, const std::vector<Job>& failed,
             << (dry_run ? " to compile, " : " compiled, ") << count(jobs, Outcome::Cached)
             << " already cached, " << bad << " failed";
   if (duplicates) std::cout << " (" << duplicates << " duplicate descriptors skipped)";
-  std::cout << "; " << seconds << " s\n";
+  std::cout << "; " << std::fixed << std::setprecision(3) << seconds << " s\n";
   for (const Job& j : failed) std::cout << "failed: " << j.label << ": " << j.detail << "\n";
   for (const Job& j : jobs)
     if (j.outcome == Outcome::Failed) std::cout << "failed: " << j.label << ": " << j.detail << "\n";

@@ -1,0 +1,50 @@
+// 8x8 tiles in AVX registers (unpack, shuffle, lane permute), scalar only at ragged edges. AVX is below
+// the library's floor (AVX2 + FMA), so this is always available when a kernel runs.
+#include "runtime/transpose.hpp"
+
+#include <immintrin.h>
+
+namespace deconvjit::detail {
+namespace {
+
+__attribute__((target("avx"))) void tile8(const float* in, int64_t is, float* out, int64_t os) {
+  const __m256 r0 = _mm256_loadu_ps(in + 0 * is), r1 = _mm256_loadu_ps(in + 1 * is);
+  const __m256 r2 = _mm256_loadu_ps(in + 2 * is), r3 = _mm256_loadu_ps(in + 3 * is);
+  const __m256 r4 = _mm256_loadu_ps(in + 4 * is), r5 = _mm256_loadu_ps(in + 5 * is);
+  const __m256 r6 = _mm256_loadu_ps(in + 6 * is), r7 = _mm256_loadu_ps(in + 7 * is);
+  // Pairs of rows interleaved, then quadruples, then the 128-bit halves swapped into place.
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(out + 0 * os, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(out + 1 * os, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(out + 2 * os, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(out + 3 * os, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(out + 4 * os, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(out + 5 * os, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(out + 6 * os, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(out + 7 * os, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+void scalar(const float* in, int64_t is, float* out, int64_t os, int64_t r0, int64_t r1, int64_t c0,
+            int64_t c1) {
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t r = r0; r < r1; ++r) out[c * os + r] = in[r * is + c];
+}
+
+}  // namespace
+
+void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
+  const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
+  for (int64_t r = 0; r < rf; r += 8)
+    for (int64_t c = 0; c < cf; c += 8) tile8(in + r * is + c, is, out + c * os + r, os);
+  scalar(in, is, out, os, rf, rows, 0, cols);
+  scalar(in, is, out, os, 0, rf, cf, cols);
+}
+
+}  // namespace deconvjit::detail

@@ -1,0 +1,372 @@
+// The plan and its schedule: kernel names, the register budget of every heuristic plan, hints honoured or
+// rejected with InvalidArgument, the algorithm routes (gemm, depthwise), Plan::to_json, exact coverage of
+// every output pixel by the schedule's segments, and axis_taps against a brute-force enumeration.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/schedule.hpp"
+#include "support/deconv_tester.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+using testing::DeconvTester;
+using testing::random_descriptor;
+
+constexpr Isa kIsas[] = {Isa::avx512_core, Isa::avx2};
+
+Plan plan_for(const DeconvTester& t, Isa isa, const TuningHints& h = {}) {
+  return make_plan(resolve(t.descriptor()), isa, h);
+}
+
+std::string join_x(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "x" : "") + std::to_string(v[i]);
+  return s;
+}
+
+// Expects make_plan to reject the hints with InvalidArgument.
+void expect_rejected(const Problem& p, Isa isa, const TuningHints& h, const char* what) {
+  try {
+    make_plan(p, isa, h);
+    ADD_FAILURE() << "accepted " << what << " on " << to_string(isa);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << what << ": " << e.what();
+  }
+}
+
+// ---- names ----------------------------------------------------------------------------------------------
+
+TEST(PlanName, IssueExampleNxcStride2Kernel4OnAvx512) {
+  const DeconvTester t = DeconvTester().layout(DataFormat::NXC).channels(64, 64).input({16, 16}).kernel({4, 4})
+                             .stride({2, 2}).pads({1, 1}, {1, 1});
+  const Plan pl = plan_for(t, Isa::avx512_core);
+  EXPECT_EQ(pl.name.rfind("deconv_f32_nxc_s2x2_k4x4_", 0), 0u) << pl.name;
+  const std::string tail = "_ur" + std::to_string(pl.ur_w) + "x" + std::to_string(pl.oc_vectors) + "__avx512_core";
+  ASSERT_GE(pl.name.size(), tail.size());
+  EXPECT_EQ(pl.name.substr(pl.name.size() - tail.size()), tail) << pl.name;
+  EXPECT_TRUE(std::regex_match(pl.name, std::regex("deconv_f32_nxc_s2x2_k4x4(_[a-z0-9]+)*_ur[0-9]+x[0-9]+__avx512_core")))
+      << pl.name;
+  const Plan p2 = plan_for(DeconvTester(t).layout(DataFormat::NCX).rank(3).input({4, 4, 4}).kernel({3, 2, 1})
+                               .stride({1, 2, 3}).pads({}, {}), Isa::avx2);
+  EXPECT_EQ(p2.name.rfind("deconv_f32_ncx_s1x2x3_k3x2x1_", 0), 0u) << p2.name;
+  EXPECT_NE(p2.name.find("__avx2"), std::string::npos) << p2.name;
+}
+
+TEST(PlanName, NamesFollowThePlanOnRandomProblems) {
+  std::mt19937 rng(4242);
+  for (int i = 0; i < 400; ++i) {
+    const Problem p = resolve(random_descriptor(rng));
+    for (Isa isa : kIsas) {
+      const Plan pl = make_plan(p, isa, {});
+      SCOPED_TRACE(p.canonical + " -> " + pl.name);
+      const std::string head = std::string("deconv_f32_") + (p.data_format == DataFormat::NXC ? "nxc" : "ncx") +
+                               "_s" + join_x(p.stride) + "_k" + join_x(p.kernel);
+      EXPECT_EQ(pl.name.rfind(head, 0), 0u);
+      const std::string tail = "_ur" + std::to_string(pl.ur_w) + "x" + std::to_string(pl.oc_vectors) + "__" +
+                               to_string(isa);
+      EXPECT_EQ(pl.name.size() > tail.size() ? pl.name.substr(pl.name.size() - tail.size()) : "", tail);
+      const bool direct = pl.algorithm == Algorithm::direct;
+      EXPECT_EQ(pl.name.find(std::string("_") + to_string(pl.algorithm) + "_") != std::string::npos, !direct);
+      EXPECT_EQ(pl.name.find("_nblk") != std::string::npos, pl.block_over_batch);
+    }
+  }
+}
+
+// ---- register budget and hints --------------------------------------------------------------------------
+
+// Accumulators ur_w * vectors, the weight vectors, and the broadcast registers (2 of 32 on AVX-512, 1 of 16
+// on AVX2); the dot family holds ur_w * C_OUT accumulators, C_OUT weight vectors and one input vector.
+void expect_fits_registers(const Plan& pl) {
+  const int regs = pl.isa == Isa::avx512_core ? 32 : 16;
+  EXPECT_GE(pl.ur_w, 1);
+  EXPECT_GE(pl.oc_vectors, 1);
+  if (pl.algorithm == Algorithm::dot) {
+    EXPECT_LE(pl.ur_w * pl.oc_vectors + pl.oc_vectors + 1, regs) << pl.to_json();
+    return;
+  }
+  const int bcast = pl.isa == Isa::avx512_core ? 2 : 1;
+  EXPECT_LE(pl.ur_w * pl.oc_vectors + pl.oc_vectors + bcast, regs) << pl.to_json();
+  EXPECT_GE(pl.last.vectors, 1);
+  EXPECT_LE(pl.last.vectors, pl.oc_vectors);
+  // The blocks cover the vector dimension exactly: (oc_blocks - 1) full blocks and the last one.
+  const int64_t vectors = (pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors;
+  EXPECT_EQ(vectors, (pl.oc_per_group + pl.lanes - 1) / pl.lanes) << pl.to_json();
+  EXPECT_EQ(pl.last.mask_lanes, pl.oc_per_group % pl.lanes);
+}
+
+TEST(PlanHeuristic, EveryPlanFitsTheRegisterFile) {
+  std::mt19937 rng(777);
+  testing::RandomLimits big;
+  big.max_macs = 2000000;
+  big.max_dst_elements = 1000000;
+  for (int i = 0; i < 600; ++i) {
+    const Problem p = resolve(random_descriptor(rng, i % 2 ? big : testing::RandomLimits{}));
+    for (Isa isa : kIsas) {
+      SCOPED_TRACE(p.canonical + " on " + to_string(isa));
+      expect_fits_registers(make_plan(p, isa, {}));
+    }
+  }
+  // Wide channel counts, where the widest tiles are chosen.
+  for (int64_t c_out : {16, 48, 64, 96, 128, 256, 1000})
+    for (Isa isa : kIsas)
+      expect_fits_registers(plan_for(DeconvTester().channels(32, c_out).input({8, 40}).stride({2, 2}), isa));
+}
+
+TEST(PlanHints, HonouredOrRejected) {
+  std::mt19937 rng(99);
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < 600; ++i) {
+    const Problem p = resolve(random_descriptor(rng));
+    const Isa isa = kIsas[i % 2];
+    TuningHints h;
+    h.oc_vectors = std::uniform_int_distribution<int>(0, 16)(rng);
+    h.ur_w = std::uniform_int_distribution<int>(0, 30)(rng);
+    h.ic_unroll = std::uniform_int_distribution<int>(0, 70)(rng);
+    h.x_split = std::uniform_int_distribution<int>(0, 9)(rng);
+    SCOPED_TRACE(p.canonical + " ur_w " + std::to_string(h.ur_w) + " oc_vectors " + std::to_string(h.oc_vectors) +
+                 " ic_unroll " + std::to_string(h.ic_unroll) + " x_split " + std::to_string(h.x_split));
+    Plan pl;
+    try {
+      pl = make_plan(p, isa, h);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+      ++rejected;
+      continue;
+    }
+    ++accepted;
+    expect_fits_registers(pl);  // a hint never buys a plan outside the register file
+    if (h.ur_w) EXPECT_EQ(pl.ur_w, h.ur_w);
+    if (h.oc_vectors) EXPECT_EQ(pl.oc_vectors, h.oc_vectors);
+    if (h.x_split) EXPECT_EQ(pl.x_split, h.x_split);
+    if (h.ic_unroll && pl.algorithm != Algorithm::dot) EXPECT_EQ(pl.ic_unroll, h.ic_unroll);
+  }
+  EXPECT_GT(accepted, 50);  // both outcomes occur
+  EXPECT_GT(rejected, 50);
+}
+
+TEST(PlanHints, OutOfRangeHintsAreRejected) {
+  const Problem p = resolve(DeconvTester().channels(16, 40).input({6, 7}).stride({2, 2}).descriptor());
+  const Problem nxc = resolve(DeconvTester().channels(16, 40).input({6, 7}).stride({2, 2})
+                                  .layout(DataFormat::NXC).descriptor());
+  TuningHints h;
+  h.oc_vectors = 32;
+  expect_rejected(p, Isa::avx512_core, h, "oc_vectors 32");
+  h.oc_vectors = 2;
+  h.ur_w = 7;  // AVX2: (16 - 2 - 1) / 2 = 6 at most
+  expect_rejected(p, Isa::avx2, h, "ur_w 7 x 2 vectors on AVX2");
+  h.ur_w = 6;
+  EXPECT_EQ(make_plan(p, Isa::avx2, h).ur_w, 6);
+  h.ur_w = 15;  // AVX-512: (32 - 2 - 2) / 2 = 14 at most
+  expect_rejected(p, Isa::avx512_core, h, "ur_w 15 x 2 vectors on AVX-512");
+  h.ur_w = 14;
+  EXPECT_EQ(make_plan(p, Isa::avx512_core, h).ur_w, 14);
+
+  TuningHints bad;
+  bad.ic_unroll = 65;
+  expect_rejected(p, Isa::avx2, bad, "ic_unroll 65");
+  bad = {};
+  bad.x_split = 5000;
+  expect_rejected(p, Isa::avx2, bad, "x_split 5000");
+  bad = {};
+  bad.algorithm = "winograd";
+  expect_rejected(p, Isa::avx2, bad, "algorithm winograd");
+  bad = {};
+  bad.algorithm = "depthwise";
+  expect_rejected(p, Isa::avx2, bad, "depthwise on a dense problem");
+  bad = {};
+  bad.algorithm = "gemm";
+  expect_rejected(p, Isa::avx2, bad, "gemm with K=3, s=2 and the row buffer");
+  bad = {};
+  bad.layout = "bogus";
+  expect_rejected(p, Isa::avx512_core, bad, "layout bogus");
+  bad.layout = "in_kernel";
+  expect_rejected(p, Isa::avx2, bad, "in_kernel on AVX2");
+  bad.layout = "scratch";
+  expect_rejected(nxc, Isa::avx2, bad, "an NCX layout for NXC data");
+}
+
+// ---- routes ---------------------------------------------------------------------------------------------
+
+TEST(PlanRoutes, KernelEqualsStrideWithoutPaddingIsGemm) {
+  for (Isa isa : kIsas) {
+    for (int64_t k : {2, 3, 4}) {
+      const Plan pl = plan_for(DeconvTester().layout(DataFormat::NXC).channels(16, 24).input({5, 6}).kernel({k, k})
+                                   .stride({k, k}), isa);
+      EXPECT_EQ(pl.algorithm, Algorithm::gemm) << pl.name;
+      EXPECT_EQ(pl.axes[2].stride, 1);  // x folded into the channels
+      EXPECT_EQ(pl.oc_per_group, 24 * k);
+    }
+    // Groups, padding, or a forced direct algorithm keep it off the gemm route.
+    EXPECT_NE(plan_for(DeconvTester().layout(DataFormat::NXC).groups(2).channels(16, 24).input({5, 6})
+                           .kernel({2, 2}).stride({2, 2}), isa).algorithm, Algorithm::gemm);
+    EXPECT_NE(plan_for(DeconvTester().layout(DataFormat::NXC).channels(16, 24).input({5, 6}).kernel({2, 2})
+                           .stride({2, 2}).pads({1, 1}, {1, 1}), isa).algorithm, Algorithm::gemm);
+    TuningHints direct;
+    direct.algorithm = "direct";
+    EXPECT_EQ(plan_for(DeconvTester().layout(DataFormat::NXC).channels(16, 24).input({5, 6}).kernel({2, 2})
+                           .stride({2, 2}), isa, direct).algorithm, Algorithm::direct);
+  }
+}
+
+TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
+  for (Isa isa : kIsas)
+    for (int64_t c : {3, 16, 37})
+      for (DataFormat f : {DataFormat::NCX, DataFormat::NXC}) {
+        const Plan pl = plan_for(DeconvTester().layout(f).groups(c).channels(c, c).input({5, 6}).stride({2, 2}), isa);
+        EXPECT_EQ(pl.algorithm, Algorithm::depthwise) << pl.name;
+        EXPECT_NE(pl.name.find("_depthwise_"), std::string::npos) << pl.name;
+        EXPECT_NE(plan_for(DeconvTester().layout(f).groups(c).channels(c, 2 * c).input({5, 6}), isa).algorithm,
+                  Algorithm::depthwise);
+      }
+}
+
+TEST(PlanJson, ParsesAndAgreesWithThePlan) {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 100; ++i) {
+    const Plan pl = make_plan(resolve(random_descriptor(rng)), kIsas[i % 2], {});
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(pl.to_json())) << pl.to_json();
+    EXPECT_EQ(j.at("name"), pl.name);
+    EXPECT_EQ(j.at("isa"), to_string(pl.isa));
+    EXPECT_EQ(j.at("algorithm"), to_string(pl.algorithm));
+    EXPECT_EQ(j.at("layout"), to_string(pl.layout));
+    EXPECT_EQ(j.at("ur_w"), pl.ur_w);
+    EXPECT_EQ(j.at("oc_vectors"), pl.oc_vectors);
+    EXPECT_EQ(j.at("x_split"), pl.x_split);
+    ASSERT_EQ(j.at("axes").size(), 3u);
+    for (int a = 0; a < 3; ++a) EXPECT_EQ(j.at("axes")[a].at("out"), pl.axes[a].out);
+  }
+}
+
+// ---- schedule -------------------------------------------------------------------------------------------
+
+// Every output x of a row (every (image, x) when blocks run across images) is computed by exactly one pixel
+// of one segment, inside the part that owns it; each pixel's tap pattern is the one its segment claims.
+void expect_exact_cover(const Plan& pl) {
+  const Schedule s = build_schedule(pl);
+  const Axis& x = pl.axes[2];
+  const int64_t images = pl.block_over_batch ? pl.batch : 1;
+  std::vector<int> hits(static_cast<size_t>(images * x.out), 0);
+  int64_t expected_x0 = 0;
+  for (const RowPart& part : s.parts) {
+    EXPECT_EQ(part.x0, expected_x0) << "row parts are contiguous";
+    EXPECT_LT(part.x0, part.x1);
+    expected_x0 = part.x1;
+    for (const Segment& g : part.segments) {
+      ASSERT_GE(g.width, 1);
+      ASSERT_LE(g.width, pl.ur_w);
+      ASSERT_GE(g.nblocks, 1);
+      for (int64_t i = 0; i < g.width * g.nblocks; ++i) {
+        const int64_t o = pl.block_over_batch ? g.o_first : g.o_first + i * x.stride;
+        const int64_t n = pl.block_over_batch ? g.n_first + i : 0;
+        ASSERT_TRUE(o >= part.x0 && o < part.x1 && n >= 0 && n < images)
+            << "pixel " << i << " of a segment at x " << o << ", image " << n << " lies outside its part ["
+            << part.x0 << ", " << part.x1 << ")";
+        ++hits[static_cast<size_t>(n * x.out + o)];
+        const AxisTaps t = axis_taps(x, o);
+        ASSERT_EQ(t.count, g.ntaps) << "x " << o;
+        if (t.count) {
+          ASSERT_EQ(t.k0, g.kx0) << "x " << o;
+          ASSERT_EQ(t.i0, g.ix0 + (pl.block_over_batch ? 0 : i)) << "x " << o;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(expected_x0, x.out) << "the parts end at the row's end";
+  for (size_t e = 0; e < hits.size(); ++e)
+    ASSERT_EQ(hits[e], 1) << "image " << e / x.out << ", x " << e % x.out << " covered " << hits[e] << " times";
+  ASSERT_EQ(s.z.size(), static_cast<size_t>(pl.axes[0].out));
+  ASSERT_EQ(s.y.size(), static_cast<size_t>(pl.axes[1].out));
+}
+
+TEST(Schedule, SegmentsCoverEveryOutputExactlyOnce) {
+  std::mt19937 rng(2024);
+  int batch_plans = 0, split_plans = 0, halo_plans = 0;
+  for (int i = 0; i < 800; ++i) {
+    const Descriptor d = random_descriptor(rng);
+    const Problem p = resolve(d);
+    const Isa isa = kIsas[i % 2];
+    TuningHints h;
+    if (i % 3 == 0) h.x_split = std::uniform_int_distribution<int>(1, 7)(rng);
+    if (i % 4 == 1) h.ur_w = std::uniform_int_distribution<int>(1, 5)(rng);
+    if (i % 4 == 1) h.oc_vectors = 1;
+    if (i % 5 == 2) h.x_halo = 1;  // zero columns around the source: the x axis grows
+    Plan pl;
+    try {
+      pl = make_plan(p, isa, h);
+    } catch (const Error& e) {
+      ASSERT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+      continue;
+    }
+    SCOPED_TRACE(p.canonical + " " + pl.to_json());
+    batch_plans += pl.block_over_batch;
+    split_plans += pl.x_split > 1;
+    halo_plans += pl.has_halo();
+    expect_exact_cover(pl);
+    if (HasFatalFailure()) return;
+  }
+  // Batch blocking needs N >= 4 (random problems have N <= 3): covered explicitly.
+  for (int64_t n : {4, 5, 7})
+    for (Isa isa : kIsas)
+      for (int split : {0, 2, 3}) {
+        TuningHints h;
+        h.x_split = split;
+        const Plan pl = plan_for(DeconvTester().batch(n).channels(8, 20).input({3, 4}).kernel({3, 2})
+                                     .stride({2, 3}).pads({0, 1}, {1, 0}), isa, h);
+        ASSERT_TRUE(pl.block_over_batch) << pl.to_json();
+        SCOPED_TRACE(pl.to_json());
+        expect_exact_cover(pl);
+        ++batch_plans;
+      }
+  EXPECT_GT(split_plans, 50);
+  EXPECT_GT(halo_plans, 20);
+  EXPECT_GT(batch_plans, 0);
+}
+
+// ---- axis_taps ------------------------------------------------------------------------------------------
+
+TEST(AxisTaps, AgreesWithBruteForce) {
+  std::mt19937 rng(31337);
+  const auto uni = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int iter = 0; iter < 3000; ++iter) {
+    Axis a;
+    a.in = uni(1, 12);
+    a.kernel = uni(1, 9);
+    a.stride = uni(1, 6);
+    a.dilation = uni(1, 5);
+    a.pad_begin = uni(-4, 8);
+    const int64_t g = std::gcd(a.stride, a.dilation);
+    a.tap_k_step = a.stride / g;
+    a.tap_i_step = a.dilation / g;
+    a.out = std::max<int64_t>(1, a.stride * (a.in - 1) + a.dilation * (a.kernel - 1) + 1 - a.pad_begin + uni(0, 6));
+    for (int64_t o = 0; o < a.out; ++o) {
+      std::vector<std::pair<int64_t, int64_t>> taps;  // (k, i), k ascending
+      for (int64_t k = 0; k < a.kernel; ++k) {
+        const int64_t num = o + a.pad_begin - k * a.dilation;
+        if (num % a.stride != 0) continue;
+        const int64_t i = num / a.stride;
+        if (i >= 0 && i < a.in) taps.emplace_back(k, i);
+      }
+      const AxisTaps t = axis_taps(a, o);
+      ASSERT_EQ(t.count, static_cast<int64_t>(taps.size()))
+          << "in " << a.in << " K " << a.kernel << " s " << a.stride << " d " << a.dilation << " pb "
+          << a.pad_begin << " o " << o;
+      for (int64_t j = 0; j < t.count; ++j) {
+        ASSERT_EQ(t.k0 + j * a.tap_k_step, taps[j].first) << "tap " << j << " at o " << o;
+        ASSERT_EQ(t.i0 - j * a.tap_i_step, taps[j].second) << "tap " << j << " at o " << o;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deconvjit::detail
