@@ -106,6 +106,9 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h) {
     return LayoutPath::ncx_src_copy;
   }
   check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
+  // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
+  // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256).
+  if (h.layout.empty() && depthwise_applies(p)) return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "

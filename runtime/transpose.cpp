@@ -39,10 +39,18 @@ void scalar(const float* in, int64_t is, float* out, int64_t os, int64_t r0, int
 
 }  // namespace
 
+// Lines are finished on the side with the larger stride before the loop moves on: strides that are
+// multiples of 4 KiB (channel planes of 64x64, 128x128, ...) put every line of that side into one cache
+// set, so more than a few half-written lines in flight would thrash L1 and L2.
 void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
   const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
-  for (int64_t r = 0; r < rf; r += 8)
-    for (int64_t c = 0; c < cf; c += 8) tile8(in + r * is + c, is, out + c * os + r, os);
+  if (os > is) {
+    for (int64_t c = 0; c < cf; c += 8)
+      for (int64_t r = 0; r < rf; r += 8) tile8(in + r * is + c, is, out + c * os + r, os);
+  } else {
+    for (int64_t r = 0; r < rf; r += 8)
+      for (int64_t c = 0; c < cf; c += 8) tile8(in + r * is + c, is, out + c * os + r, os);
+  }
   scalar(in, is, out, os, rf, rows, 0, cols);
   scalar(in, is, out, os, 0, rf, cf, cols);
 }

@@ -43,6 +43,7 @@ struct Context {
   Options options;
   bench::PeakNumbers peak;
   bool onednn = false;
+  std::string onednn_version;
   int threads = 1;  // the arena's, known once inside it
 };
 
@@ -82,7 +83,8 @@ Kernel cold_compile(const Descriptor& d, const Options& options, double* median_
 }
 
 // One run against the double-precision oracle with the tolerance `deconvjit check` uses.
-std::string verify_kernel(const Problem& p, const Kernel& kernel, const PackedWeights& packed, Buffers& b) {
+std::string verify_kernel(const std::string& row, const Problem& p, const Kernel& kernel,
+                          const PackedWeights& packed, Buffers& b) {
   const int64_t n = p.dst_elements();
   std::fill(b.dst.get(), b.dst.get() + n, std::numeric_limits<float>::quiet_NaN());  // unwritten = fail
   kernel.execute(b.src.get(), packed, b.dst.get());
@@ -90,7 +92,7 @@ std::string verify_kernel(const Problem& p, const Kernel& kernel, const PackedWe
   reference_with_bound(p, b.src.get(), b.weights.get(), want.data(), mag.data());
   const verify::Comparison c = verify::compare(p, b.dst.get(), want.data(), mag.data(), n);
   if (c.ok) return "ok";
-  std::cerr << "warning: " << kernel.name() << ": " << c.failures << " of " << n
+  std::cerr << "warning: " << row << " (" << kernel.name() << "): " << c.failures << " of " << n
             << " elements outside tolerance (first at dst index " << c.first.front().index << ")\n";
   return "FAIL";
 }
@@ -185,7 +187,7 @@ Row bench_case(const Context& ctx, const bench::BenchCase& c) {
   row.isa = kernel.isa();
   Buffers b(p, ctx.args.seed);
   const PackedWeights packed = kernel.pack_weights(b.weights.get());
-  if (ctx.args.verify) row.verify = verify_kernel(p, kernel, packed, b);
+  if (ctx.args.verify) row.verify = verify_kernel(row.name, p, kernel, packed, b);
   time_row(ctx, p, kernel, packed, b, row);
   add_rates(ctx, row);
   return row;
@@ -220,9 +222,11 @@ nlohmann::ordered_json row_json(const Row& r) {
     j["onednn_a_ms"] = number(r.onednn_a_ms);
     j["onednn_b_ms"] = number(r.onednn_b_ms);
     j["ratio"] = number(r.ratio);
-    if (!r.impl_a.empty()) j["onednn_agrees"] = r.onednn_agrees;
-    if (!r.impl_a.empty()) j["onednn_impl_a"] = r.impl_a;
-    if (!r.impl_b.empty()) j["onednn_impl_b"] = r.impl_b;
+    if (!r.impl_a.empty()) {
+      j["onednn_agrees"] = r.onednn_agrees;
+      j["onednn_impl_a"] = r.impl_a;
+      j["onednn_impl_b"] = r.impl_b;
+    }
     if (!r.onednn_note.empty()) j["onednn_note"] = r.onednn_note;
   }
   return j;
@@ -286,6 +290,7 @@ void print_summary(const Context& ctx, const std::vector<Row>& rows, int verify_
     j["geomean_ratio"] = compared ? nlohmann::ordered_json(geomean) : nlohmann::ordered_json(nullptr);
     j["verify_failures"] = verify_failures;
     j["unsupported"] = unsupported;
+    j["onednn"] = ctx.onednn ? nlohmann::ordered_json(ctx.onednn_version) : nlohmann::ordered_json(nullptr);
     std::cout << j.dump() << std::endl;
     return;
   }
@@ -328,14 +333,16 @@ std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
 }
 
 // oneDNN's ISA and thread count are process-wide and must be set before its first primitive.
-bool setup_onednn(const BenchArgs& a, Isa requested, Isa resolved) {
+bool setup_onednn(const BenchArgs& a, Isa requested, Isa resolved, std::string* version) {
   if (a.vs.empty()) return false;
 #if DECONVJIT_HAVE_ONEDNN
   const Isa cap = requested != Isa::best ? requested : resolved == Isa::avx2 ? Isa::avx2 : Isa::best;
   bench::onednn_configure(cap, a.threads);
-  if (!a.json) std::cout << "oneDNN " << bench::onednn_version() << "\n";
+  *version = bench::onednn_version();
+  if (!a.json) std::cout << "oneDNN " << *version << "\n";
   return true;
 #else
+  (void)version;
   (void)requested, (void)resolved;
   std::cerr << "warning: this deconvjit was built without oneDNN (libdnnl-dev, -DDECONVJIT_WITH_ONEDNN=ON); "
                "--vs onednn ignored\n";
@@ -355,11 +362,12 @@ void warn_if_busy() {
 
 int bench_all(const BenchArgs& a) {
   const std::vector<bench::BenchCase> cases = select_cases(a);
-  Context ctx{a, {}, {}, false, 1};
+  Context ctx{a, {}, {}, false, {}, 1};
   const Isa requested = isa_from_string(a.isa);
   ctx.options.max_isa = resolve_isa(requested);
-  ctx.options.use_cache = false;  // every compile is cold
-  ctx.onednn = setup_onednn(a, requested, ctx.options.max_isa);
+  ctx.options.use_cache = false;  // every compile is cold: neither cache serves it, none is written
+  ctx.options.use_disk_cache = false;
+  ctx.onednn = setup_onednn(a, requested, ctx.options.max_isa, &ctx.onednn_version);
   // A short probe when the user asked for quick timings (tests); 0.1 s per figure otherwise.
   ctx.peak = bench::machine_peak(std::clamp(a.min_time, 0.02, 0.1));
 
