@@ -36,15 +36,32 @@ class DirectGenerator : public RowKernelGenerator {
       for (int v = 0; v < nv(); ++v) vxorps(acc(p, v), acc(p, v), acc(p, v));
   }
 
-  int64_t reduction_src_bytes() const override {
-    return pl_.ic_per_group * pl_.src_ic_stride * kFloat;
-  }
-  int64_t reduction_wei_bytes() const override {
-    return pl_.ic_per_group * bk_->wei_ic_step * kFloat;
+  int64_t reduction_src_bytes() const override { return pl_.ic_block * pl_.src_ic_stride * kFloat; }
+  int64_t reduction_wei_bytes() const override { return pl_.ic_block * bk_->wei_ic_step * kFloat; }
+
+  // A later pass of a split reduction starts from what the earlier passes stored (contiguous dst only).
+  void emit_load_partial() override {
+    assert(pl_.dst_c == 1);
+    const bool masked = bk_->mask_lanes != 0;
+    mov(r_sx, r_dst);
+    for (int p = 0; p < w_; ++p) {
+      for (int v = 0; v < nv(); ++v) {
+        const Address a = ptr[r_sx + v * vbytes()];
+        if (!(masked && v == nv() - 1)) {
+          vmovups(acc(p, v), a);
+        } else if (zmm()) {
+          vmovups(Zmm(acc(p, v).getIdx()) | k1 | T_z, a);
+        } else {
+          vmovups(wvec(0), ptr[rip + l_mask_]);
+          vmaskmovps(Ymm(acc(p, v).getIdx()), Ymm(wvec(0).getIdx()), a);
+        }
+      }
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * kFloat, r_ic);
+    }
   }
 
   void emit_reduction() override {
-    const int64_t ic = pl_.ic_per_group;
+    const int64_t ic = pl_.ic_block;
     const int u = pl_.ic_unroll;
     const int64_t iters = ic / u;
     const int rem = static_cast<int>(ic % u);

@@ -12,6 +12,7 @@ struct KernelArgs {
   float* dst;        // first output pixel of the block, first channel of the block
   int64_t nz, ny, nx;  // valid taps along z, y, x (0 writes zeros)
   int64_t nblocks;     // register blocks to run back to back along the row
+  int64_t accumulate;  // nonzero: start from the partial sums in dst (reduction split in passes)
 };
 
 using KernelFn = void (*)(const KernelArgs*);
@@ -25,6 +26,7 @@ struct KernelArgsOffsets {
   static constexpr int ny = offsetof(KernelArgs, ny);
   static constexpr int nx = offsetof(KernelArgs, nx);
   static constexpr int nblocks = offsetof(KernelArgs, nblocks);
+  static constexpr int accumulate = offsetof(KernelArgs, accumulate);
 };
 
 }  // namespace deconvjit::jit

@@ -34,7 +34,18 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   test(r_nblk, r_nblk);
   jle(l_done, T_NEAR);
   L(l_block);
-  emit_zero();
+  if (pl_.ic_blocks > 1) {
+    Label l_zero, l_ready;
+    cmp(qword[r_args + Off::accumulate], 0);
+    je(l_zero, T_NEAR);
+    emit_load_partial();
+    jmp(l_ready, T_NEAR);
+    L(l_zero);
+    emit_zero();
+    L(l_ready);
+  } else {
+    emit_zero();
+  }
   emit_tap_loops();
   emit_store();
   add_imm(r_src, int64_t{w_} * pl_.src_pix_stride * kFloat, r_ic);

@@ -41,6 +41,7 @@ class RowKernelGenerator : public Generator {
   virtual int64_t reduction_src_bytes() const = 0;
   virtual int64_t reduction_wei_bytes() const = 0;
   virtual void emit_store() = 0;
+  virtual void emit_load_partial() {}  // accumulators from dst; needed when the plan splits the reduction
   virtual void emit_prologue() {}  // e.g. opmasks; runs once per function
   virtual void emit_tables() {}    // RIP-relative constants, after all functions
 

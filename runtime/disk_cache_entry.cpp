@@ -40,13 +40,13 @@ void store_le(std::vector<uint8_t>& out, T v) {
 
 // Every hint is part of the key: two requests that differ in any hint may get different code. A new
 // field in TuningHints must be added here and below; this tripwire makes sure it is not forgotten.
-static_assert(sizeof(TuningHints) == 5 * sizeof(int) + 2 * sizeof(std::string) + 4,
+static_assert(sizeof(TuningHints) == 6 * sizeof(int) + 2 * sizeof(std::string) + 8,
               "TuningHints changed: add the new field to hints_json and hints_from_json");
 
 Json hints_json(const TuningHints& h) {
   return Json{{"ur_w", h.ur_w},       {"oc_vectors", h.oc_vectors}, {"ic_unroll", h.ic_unroll},
               {"x_split", h.x_split}, {"algorithm", h.algorithm},   {"layout", h.layout},
-              {"x_halo", h.x_halo}};
+              {"x_halo", h.x_halo},   {"ic_block", h.ic_block}};
 }
 
 TuningHints hints_from_json(const Json& j) {
@@ -58,6 +58,7 @@ TuningHints hints_from_json(const Json& j) {
   h.algorithm = j.at("algorithm").get<std::string>();
   h.layout = j.at("layout").get<std::string>();
   h.x_halo = j.at("x_halo").get<int>();
+  h.ic_block = j.at("ic_block").get<int>();
   return h;
 }
 

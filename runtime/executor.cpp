@@ -127,8 +127,8 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
                     out_sp, part.x1 - part.x0, channels);
 }
 
-void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, const float* src,
-              const float* packed, float* dst) {
+void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass,
+              const float* src, const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const Task t = decompose(pl, geo, static_cast<int64_t>(k.schedule.parts.size()), index);
@@ -143,9 +143,11 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, co
   const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
   // Depthwise kernels read the same channels they write.
   const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : t.g * pl.ic_per_group;
-  const float* src_row = src + t.n * pl.src_n + ic0 * pl.src_c +
+  const int64_t ic_pass = pass * pl.ic_block;
+  const float* src_row = src + t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
                          (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
   const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
+                         ic_pass * bk.wei_ic_step +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
   float* buf = row_buffer ? row_scratch(static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
   float* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
@@ -154,6 +156,7 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, co
   jit::KernelArgs args;
   args.nz = tz.count;
   args.ny = ty.count;
+  args.accumulate = pass > 0;
   for (const Segment& s : part.segments) {
     args.src = src_row + s.n_first * pl.src_n + s.ix0 * pl.src_x;
     args.wei = wei_row + s.kx0 * per_k;
@@ -165,18 +168,21 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, co
   if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
 }
 
+// One pass per input-channel block (usually one); a pass finishes before the next reads its sums.
 void run_rows(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
   const int64_t tasks = pl.groups * pl.oc_blocks * geo.images * pl.axes[0].out * pl.axes[1].out *
                         static_cast<int64_t>(k.schedule.parts.size());
-  if (!pl.parallel) {
-    for (int64_t t = 0; t < tasks; ++t) run_task(k, geo, t, src, packed, dst);
-    return;
+  for (int64_t pass = 0; pass < pl.ic_blocks; ++pass) {
+    if (!pl.parallel) {
+      for (int64_t t = 0; t < tasks; ++t) run_task(k, geo, t, pass, src, packed, dst);
+      continue;
+    }
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks), [&](const tbb::blocked_range<int64_t>& r) {
+      for (int64_t t = r.begin(); t != r.end(); ++t) run_task(k, geo, t, pass, src, packed, dst);
+    });
   }
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks), [&](const tbb::blocked_range<int64_t>& r) {
-    for (int64_t t = r.begin(); t != r.end(); ++t) run_task(k, geo, t, src, packed, dst);
-  });
 }
 
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.

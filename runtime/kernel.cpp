@@ -32,7 +32,7 @@ bool verbose() {
 
 std::string hints_key(const TuningHints& h) {
   return std::to_string(h.ur_w) + ',' + std::to_string(h.oc_vectors) + ',' +
-         std::to_string(h.ic_unroll) + ',' + std::to_string(h.x_split) + ',' + h.algorithm + ',' + h.layout + ',' + std::to_string(h.x_halo);
+         std::to_string(h.ic_unroll) + ',' + std::to_string(h.x_split) + ',' + h.algorithm + ',' + h.layout + ',' + std::to_string(h.x_halo) + ',' + std::to_string(h.ic_block);
 }
 
 }  // namespace

@@ -65,7 +65,9 @@ struct Plan {
   // Geometry, axes z, y, x (virtual: after folding for gemm).
   std::array<Axis, 3> axes;
   int64_t batch = 1, groups = 1;
-  int64_t ic_per_group = 1;     // reduction length of one call
+  int64_t ic_per_group = 1;     // reduction length per output
+  int64_t ic_block = 1;         // reduction length of one call; the reduction runs in ic_blocks passes
+  int64_t ic_blocks = 1;
   int64_t src_channels = 1;     // channels per source pixel (C_IN)
   int64_t oc_per_group = 1;     // vector-dimension length per group (C_OUT/G, or Kx*C_OUT for gemm)
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)

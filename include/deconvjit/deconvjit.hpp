@@ -93,6 +93,7 @@ struct TuningHints {
   int oc_vectors = 0;    // output-channel vectors per register block
   int ic_unroll = 0;     // input-channel loop unroll
   int x_split = 0;       // parts each output row is split into for threading
+  int ic_block = 0;      // input channels per reduction pass (must divide C_IN/G); 0: one pass
   std::string algorithm; // "", "direct", "gemm", "depthwise"
   std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch"
   int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no
