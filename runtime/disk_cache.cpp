@@ -1,6 +1,7 @@
 // The on-disk kernel cache: directory policy, safe reads and atomic writes of entries, the compile() hook,
 // and the public listing / clearing functions. The entry format itself lives in disk_cache_entry.cpp.
 #include "runtime/disk_cache.hpp"
+#include "runtime/file_io.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -172,16 +173,6 @@ KernelPtr map_entry(const Problem& p, ValidEntry&& v) {
   return k;
 }
 
-bool write_all(int fd, const uint8_t* p, size_t left) {
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // A name no other thread or process will pick: pid, a per-process random value and a counter.
 std::string temp_name(const std::string& dir, const std::string& file) {

@@ -1,3 +1,4 @@
+#include "runtime/file_io.hpp"
 #include "cli.hpp"
 
 #include <sys/stat.h>
@@ -82,18 +83,7 @@ std::vector<float> read_f32_file(const std::string& path, int64_t elements, cons
   return data;
 }
 
-namespace {
-bool write_all(int fd, const char* p, size_t left) {
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return true;
-}
-}  // namespace
+using detail::write_all;
 
 void write_file_atomically(const std::string& path, const void* data, size_t bytes) {
   std::string tmp = path + ".XXXXXX";

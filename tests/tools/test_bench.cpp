@@ -1,5 +1,6 @@
 // `deconvjit peak` and `deconvjit bench` run as a user runs them. Nothing here needs oneDNN, and every run
 // asks for tiny timing budgets so the whole file stays within a few seconds.
+#include "support/cli_test.hpp"
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -17,61 +18,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Output {
-  int code = -1;
-  std::string out, err;
-  std::vector<nlohmann::json> lines() const {  // stdout as JSON Lines
-    std::vector<nlohmann::json> v;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);) v.push_back(nlohmann::json::parse(line));
-    return v;
-  }
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Output = CliResult;
+const auto quote = shell_quote;
 
 const std::string kTiny =
     R"({"name":"tiny","src":[1,8,6,6],"weights":[8,4,3,3],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})";
 const std::string kTiny1d = R"({"name":"tiny1d","src":[2,4,9],"weights":[4,6,4],"strides":[2],"pads_begin":[1],"pads_end":[1]})";
 const std::string kQuick = " --min-time 0.01";
 
-class BenchCli : public ::testing::Test {
+class BenchCli : public CliTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "deconvjit_bench_XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Output run(const std::string& args) const {
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string cmd = quote(DECONVJIT_CLI_PATH) + " " + args + " 2>" + quote(err.string());
-    Output r;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return r;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
-    const int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err);
-    std::ostringstream s;
-    s << in.rdbuf();
-    r.err = s.str();
-    return r;
-  }
 
   std::string write_suite(const std::string& text) const {
     const fs::path p = dir_ / "suite.jsonl";
     std::ofstream(p) << text;
     return quote(p.string());
   }
-
-  fs::path dir_;
 };
 
 void expect_row_fields(const nlohmann::json& row) {
@@ -89,7 +51,7 @@ void expect_row_fields(const nlohmann::json& row) {
 TEST_F(BenchCli, PeakJsonHasPositiveNumbers) {
   const Output r = run("peak --json --min-time 0.02");
   ASSERT_EQ(r.code, 0) << r.err;
-  const auto lines = r.lines();
+  const auto lines = r.json_lines();
   ASSERT_EQ(lines.size(), 1u) << r.out;
   const auto& j = lines[0];
   EXPECT_GE(j.at("threads").get<int>(), 1);
@@ -112,7 +74,7 @@ TEST_F(BenchCli, PeakTablePrints) {
 TEST_F(BenchCli, JsonRowAndSummary) {
   const Output r = run("bench " + quote(kTiny) + " --json --threads 1" + kQuick);
   ASSERT_EQ(r.code, 0) << r.err;
-  const auto lines = r.lines();
+  const auto lines = r.json_lines();
   ASSERT_EQ(lines.size(), 2u) << r.out;
   expect_row_fields(lines[0]);
   EXPECT_EQ(lines[0].at("name"), "tiny");
@@ -130,7 +92,7 @@ TEST_F(BenchCli, SuiteWithFilterAndLayout) {
                                         R"({"name":"skipped","src":[1,2,3,3],"weights":[2,2,2,2]})" + "\n");
   const Output r = run("bench --suite " + suite + " --filter '^tiny' --layout nxc --json" + kQuick);
   ASSERT_EQ(r.code, 0) << r.err;
-  const auto lines = r.lines();
+  const auto lines = r.json_lines();
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_EQ(lines[0].at("name"), "tiny");
   EXPECT_EQ(lines[1].at("name"), "tiny1d");
@@ -144,7 +106,7 @@ TEST_F(BenchCli, SuiteWithFilterAndLayout) {
 TEST_F(BenchCli, VerifyReportsOkInJsonAndTable) {
   Output r = run("bench " + quote(kTiny) + " " + quote(kTiny1d) + " --verify --json" + kQuick);
   ASSERT_EQ(r.code, 0) << r.err;
-  const auto lines = r.lines();
+  const auto lines = r.json_lines();
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_EQ(lines[0].at("verify"), "ok");
   EXPECT_EQ(lines[1].at("verify"), "ok");

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "runtime/tolerance.hpp"
+#include "support/cli_test.hpp"
 #include "support/deconv_tester.hpp"
 #include "support/seed_examples.hpp"
 
@@ -18,50 +19,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using Result = CliResult;
+const auto quote = shell_quote;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class Cli : public ::testing::Test {
+class Cli : public CliTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "deconvjit_cli_XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  fs::path path(const std::string& name) const { return dir_ / name; }
 
-  // `args` is pasted into a shell command line; quote() anything with spaces or quotes.
-  Result run(const std::string& args) const {
-    const fs::path err = path("stderr.txt");
-    const std::string cmd = quote(DECONVJIT_CLI_PATH) + " " + args + " 2>" + quote(err.string());
-    Result r;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-    const int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = slurp(err);
-    return r;
-  }
 
   void write_floats(const std::string& name, const std::vector<float>& v) const {
     std::ofstream(path(name), std::ios::binary)
@@ -75,7 +40,6 @@ class Cli : public ::testing::Test {
     return v;
   }
 
-  fs::path dir_;
 };
 
 // Exactly one line, and it starts with "error:".

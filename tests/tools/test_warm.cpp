@@ -14,29 +14,13 @@
 #include <sstream>
 
 #include "runtime/tolerance.hpp"
+#include "support/cli_test.hpp"
 
 namespace deconvjit::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const char* kSmallProblems[] = {
     R"({"name":"a","src":[1,5,6,7],"weights":[5,9,3,3],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})",
@@ -44,32 +28,16 @@ const char* kSmallProblems[] = {
     R"({"name":"c","src":[1,4,9],"weights":[2,2,3,4],"strides":[3]})",
 };
 
-class Warm : public ::testing::Test {
+using Result = CliResult;
+const auto quote = shell_quote;
+
+class Warm : public CliTest {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "deconvjit_warm_XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    CliTest::SetUp();
     cache_ = (dir_ / "cache").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  fs::path path(const std::string& name) const { return dir_ / name; }
-
-  Result run(const std::string& args, const std::string& env = "") const {
-    const fs::path err = path("stderr.txt");
-    const std::string cmd = env + " " + quote(DECONVJIT_CLI_PATH) + " " + args + " 2>" + quote(err.string());
-    Result r;
-    FILE* pipe = popen(cmd.c_str(), "r");
-    if (!pipe) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-    const int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = slurp(err);
-    return r;
-  }
 
   std::string write_jsonl(const std::string& name, const std::vector<std::string>& lines) const {
     std::ofstream out(path(name));
@@ -81,7 +49,6 @@ class Warm : public ::testing::Test {
   }
   std::string warm_args(const std::string& input) const { return "warm " + quote(input) + " --cache " + quote(cache_); }
 
-  fs::path dir_;
   std::string cache_;
 };
 
