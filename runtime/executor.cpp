@@ -70,15 +70,20 @@ class ScratchPool {
     return pool;
   }
 
+  // Best fit: with first fit, a small src copy could take the large buffer and send the dst copy that
+  // follows to a fresh allocation (and its page faults) on every call.
   Lease take(size_t floats) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      size_t best = free_.size();
       for (size_t i = 0; i < free_.size(); ++i)
-        if (free_[i].second >= floats) {
-          auto entry = std::move(free_[i]);
-          free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
-          return Lease{this, std::move(entry.first), entry.second};
-        }
+        if (free_[i].second >= floats && (best == free_.size() || free_[i].second < free_[best].second))
+          best = i;
+      if (best < free_.size()) {
+        auto entry = std::move(free_[best]);
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(best));
+        return Lease{this, std::move(entry.first), entry.second};
+      }
     }
     return Lease{this, std::unique_ptr<float[]>(new float[floats]), floats};
   }
