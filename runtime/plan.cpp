@@ -142,6 +142,7 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
                                                  " does not fit the register file");
     ur = h.ur_w;
   }
+  check_hint(h.ic_unroll <= 1, "the dot family has no input-channel unroll (it steps whole vectors)");
   pl.ur_w = ur;
   pl.oc_vectors = oc;
   pl.ic_unroll = 1;
@@ -363,6 +364,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
 
   const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
   if (pl.algorithm == Algorithm::dot) {
+    choose_ic_blocks(pl, h);  // rejects an ic_block hint: the dot family reduces in one pass
     choose_dot_tile(pl, h);
     pl.oc_blocks = 1;
     pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,6 +92,8 @@ std::vector<Param> params() {
   return v;
 }
 
+void PrintTo(const Param& p, std::ostream* os) { *os << cases()[p.index].name << " on " << to_string(p.isa); }
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   return std::string(cases()[info.param.index].name) + "_" + to_string(info.param.isa);
 }
@@ -143,7 +146,8 @@ class Threads : public ::testing::TestWithParam<Param> {
 };
 
 TEST_P(Threads, BitwiseIdenticalForAnyThreadCount) {
-  const Case& c = cases()[GetParam().index];
+  const std::vector<Case> all = cases();
+  const Case& c = all[GetParam().index];
   const Prepared r = prepare(c.make().isa(GetParam().isa));
   ASSERT_TRUE(r.plan.at("parallel").get<bool>()) << "too small to test threading: " << r.k.plan_text();
   if (*c.algorithm) EXPECT_EQ(r.plan.at("algorithm"), c.algorithm) << r.k.plan_text();

@@ -194,6 +194,30 @@ TEST(PlanHints, OutOfRangeHintsAreRejected) {
   expect_rejected(nxc, Isa::avx2, bad, "an NCX layout for NXC data");
 }
 
+// The dot family (few output channels) once ignored ic_block and ic_unroll silently; an autotuner would
+// have believed it measured them. Every hint must be honoured or rejected with InvalidArgument.
+TEST(PlanHints, DotFamilyHonoursOrRejectsEveryHint) {
+  const Problem p = resolve(DeconvTester().layout(DataFormat::NXC).channels(16, 2).input({6, 6}).stride({2, 2})
+                                .descriptor());
+  for (Isa isa : kIsas) {
+    ASSERT_EQ(make_plan(p, isa, {}).algorithm, Algorithm::dot) << "the repro no longer reaches the dot family";
+    TuningHints h;
+    h.ic_block = 8;
+    try {
+      EXPECT_EQ(make_plan(p, isa, h).ic_block, 8) << "ic_block=8 was neither honoured nor rejected";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+    }
+    h = {};
+    h.ic_unroll = 4;
+    try {
+      EXPECT_EQ(make_plan(p, isa, h).ic_unroll, 4) << "ic_unroll=4 was neither honoured nor rejected";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+    }
+  }
+}
+
 // ---- routes ---------------------------------------------------------------------------------------------
 
 TEST(PlanRoutes, KernelEqualsStrideWithoutPaddingIsGemm) {
