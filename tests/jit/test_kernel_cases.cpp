@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deconvjit/deconvjit.hpp"
+#include "support/no_disk_cache.hpp"
 #include "support/deconv_tester.hpp"
 #include "support/seed_examples.hpp"
 
@@ -26,21 +27,7 @@ constexpr DataFormat kFormats[] = {DataFormat::NCX, DataFormat::NXC};
 constexpr WeightsFormat kWeightFormats[] = {WeightsFormat::OIX, WeightsFormat::XIO, WeightsFormat::GOIX};
 constexpr AutoPad kAutoPads[] = {AutoPad::Explicit, AutoPad::Valid, AutoPad::SameUpper, AutoPad::SameLower};
 
-// Keeps these tests about the JIT: no entries written to (or loaded from) the user's disk cache.
-class NoDiskCache {
- public:
-  NoDiskCache() {
-    if (const char* v = std::getenv("DECONVJIT_CACHE_DIR")) saved_ = v;
-    setenv("DECONVJIT_CACHE_DIR", "", 1);
-  }
-  ~NoDiskCache() {
-    if (saved_) setenv("DECONVJIT_CACHE_DIR", saved_->c_str(), 1);
-    else unsetenv("DECONVJIT_CACHE_DIR");
-  }
-
- private:
-  std::optional<std::string> saved_;
-};
+using testing::NoDiskCache;
 
 class KernelCases : public ::testing::TestWithParam<Isa> {
  protected:

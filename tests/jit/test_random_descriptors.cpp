@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deconvjit/deconvjit.hpp"
+#include "support/no_disk_cache.hpp"
 #include "support/deconv_tester.hpp"
 
 namespace deconvjit {
@@ -45,22 +46,7 @@ int failed_parts() {
   return n;
 }
 
-// The disk cache would write one file per random descriptor into the user's cache directory; these tests
-// are about the JIT, so it is disabled (DECONVJIT_CACHE_DIR set but empty) for their duration only.
-class NoDiskCache {
- public:
-  NoDiskCache() {
-    if (const char* v = std::getenv("DECONVJIT_CACHE_DIR")) saved_ = v;
-    setenv("DECONVJIT_CACHE_DIR", "", 1);
-  }
-  ~NoDiskCache() {
-    if (saved_) setenv("DECONVJIT_CACHE_DIR", saved_->c_str(), 1);
-    else unsetenv("DECONVJIT_CACHE_DIR");
-  }
-
- private:
-  std::optional<std::string> saved_;
-};
+using testing::NoDiskCache;
 
 struct ShardParam {
   Isa isa;

@@ -23,6 +23,7 @@
 
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/tolerance.hpp"
+#include "support/no_disk_cache.hpp"
 #include "support/deconv_tester.hpp"
 
 namespace deconvjit {
@@ -30,20 +31,7 @@ namespace {
 
 using testing::DeconvTester;
 
-class NoDiskCache {
- public:
-  NoDiskCache() {
-    if (const char* v = std::getenv("DECONVJIT_CACHE_DIR")) saved_ = v;
-    setenv("DECONVJIT_CACHE_DIR", "", 1);
-  }
-  ~NoDiskCache() {
-    if (saved_) setenv("DECONVJIT_CACHE_DIR", saved_->c_str(), 1);
-    else unsetenv("DECONVJIT_CACHE_DIR");
-  }
-
- private:
-  std::optional<std::string> saved_;
-};
+using testing::NoDiskCache;
 
 // A problem big enough to run in parallel, and the route it is meant to take.
 struct Case {
