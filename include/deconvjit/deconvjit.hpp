@@ -168,7 +168,7 @@ class Kernel {
   std::string plan_text() const;    // the plan, printable (JSON)
   const uint8_t* code() const;      // the generated machine code (read + execute memory)
   size_t code_size() const;
-  double compile_ms() const;        // time the JIT took (0 when served from a cache)
+  double compile_ms() const;        // time the JIT took for this kernel (0 if loaded from the disk cache)
 
   PackedWeights pack_weights(const float* weights) const;  // weights in the descriptor's weights_format
   // src, dst in the descriptor's data_format. Thread-safe; uses the caller's task_arena if any.
