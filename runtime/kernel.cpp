@@ -139,6 +139,7 @@ PackedWeights Kernel::pack_weights(const float* weights) const {
   pw.data_ = std::shared_ptr<float>(static_cast<float*>(mem), [](float* f) { std::free(f); });
   pw.bytes_ = floats * sizeof(float);
   pw.kernel_name_ = impl_->plan.name;
+  pw.layout_ = impl_->plan.packing;
   detail::pack_weights_into(*impl_, weights, pw.data_.get());
   return pw;
 }
@@ -147,7 +148,7 @@ void Kernel::execute(const float* src, const PackedWeights& w, float* dst) const
   if (!impl_) throw Error(Error::Kind::InvalidArgument, "execute on an empty Kernel");
   if (!src || !dst || !w.data())
     throw Error(Error::Kind::InvalidArgument, "execute: src, weights and dst must not be null");
-  if (w.kernel_name() != impl_->plan.name ||
+  if (w.layout_ != impl_->plan.packing ||
       w.size_bytes() != static_cast<size_t>(impl_->plan.packed_weights_floats()) * sizeof(float))
     throw Error(Error::Kind::InvalidArgument, "execute: weights were packed for kernel '" +
                                                   w.kernel_name() + "', not '" + impl_->plan.name + "'");

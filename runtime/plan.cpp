@@ -42,6 +42,7 @@ bool gemm_applies(const Problem& p, const Axis& x) {
 
 void fold_x_phases(Plan& pl) {
   Axis& x = pl.axes[2];
+  pl.fold_stride = x.stride;
   pl.oc_per_group *= x.stride;
   pl.dst_channels *= x.stride;
   x.out /= x.stride;
@@ -94,13 +95,13 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
 }
 
-LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h) {
+// `family` is the algorithm as chosen for NXC data: the dot and depthwise families fix how NCX data flows.
+LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family) {
   if (p.data_format == DataFormat::NXC) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
     return LayoutPath::nxc;
   }
-  const bool dot = h.algorithm == "dot" || (h.algorithm.empty() && !depthwise_applies(p) && dot_applies(p));
-  if (dot) {
+  if (family == Algorithm::dot) {
     check_hint(h.layout.empty() || h.layout == "src_copy", "the dot family writes NCX directly "
                                                            "(layout src_copy)");
     return LayoutPath::ncx_src_copy;
@@ -108,12 +109,12 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h) {
   check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
   // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
   // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256).
-  if (h.layout.empty() && depthwise_applies(p)) return LayoutPath::ncx_via_scratch;
+  if (h.layout.empty() && family == Algorithm::depthwise) return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
                                       "in_kernel, scratch)");
-  check_hint(ncx_in_kernel_fits(p, isa) && !depthwise_applies(p),
+  check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
              "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");
   return LayoutPath::ncx_in_kernel;
 }
@@ -334,6 +335,15 @@ void set_strides(Plan& pl) {
   pl.src_tap_step[0] = -a[0].tap_i_step * a[1].in * a[2].in * pl.src_x;
 }
 
+// The steps that follow the tile, whatever the family.
+Plan finish(Plan& pl, const Problem& p, const TuningHints& h) {
+  choose_threading(pl, p, h);
+  set_strides(pl);
+  pl.name = make_name(pl, p);
+  pl.packing = pl.packing_signature();
+  return pl;
+}
+
 }  // namespace
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
@@ -350,8 +360,11 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.oc_per_group = p.c_out_per_group();
   pl.dst_channels = p.c_out;
 
-  pl.layout = choose_layout(p, isa, h);
+  // The family first (it decides how NCX data flows), then the layout, then gemm, which needs an
+  // NXC-shaped destination: one decision each, made once.
   Axis& x = pl.axes[2];
+  const Algorithm family = choose_algorithm(p, x, LayoutPath::nxc, h);
+  pl.layout = choose_layout(p, isa, h, family);
   pl.algorithm = choose_algorithm(p, x, pl.layout, h);
   if (pl.algorithm == Algorithm::gemm) {
     fold_x_phases(pl);
@@ -368,10 +381,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     choose_dot_tile(pl, h);
     pl.oc_blocks = 1;
     pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
-    choose_threading(pl, p, h);
-    set_strides(pl);
-    pl.name = make_name(pl, p);
-    return pl;
+    return finish(pl, p, h);
   }
   choose_tile(pl, h, n_vec);
   pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
@@ -380,10 +390,16 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
   if (pl.oc_blocks == 1) pl.main = pl.last;
   choose_ic_blocks(pl, h);
-  choose_threading(pl, p, h);
-  set_strides(pl);
-  pl.name = make_name(pl, p);
-  return pl;
+  return finish(pl, p, h);
+}
+
+std::string Plan::packing_signature() const {
+  std::string sig = std::string(to_string(algorithm)) + '/' + std::to_string(lanes) + '/' +
+                    std::to_string(groups) + '/' + std::to_string(ic_per_group) + '/' +
+                    std::to_string(oc_per_group) + '/' + std::to_string(main.vectors) + '/' +
+                    std::to_string(last.vectors) + '/' + std::to_string(ic_vectors);
+  for (const Axis& a : axes) sig += '/' + std::to_string(a.kernel);
+  return sig + "/s" + std::to_string(fold_stride);
 }
 
 std::string Plan::to_json() const {

@@ -71,6 +71,7 @@ struct Plan {
   int64_t src_channels = 1;     // channels per source pixel (C_IN)
   int64_t oc_per_group = 1;     // vector-dimension length per group (C_OUT/G, or Kx*C_OUT for gemm)
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
+  int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real lanes of the last input-channel vector (0 = all)
@@ -86,6 +87,7 @@ struct Plan {
   std::array<int64_t, 3> src_tap_step{};    // between consecutive taps of a phase (negative)
 
   std::string name;
+  std::string packing;  // packing_signature(), computed once
 
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
@@ -95,6 +97,9 @@ struct Plan {
            layout == LayoutPath::ncx_src_copy;
   }
   int64_t packed_weights_floats() const;
+  // Everything the packed weight layout depends on. Weights packed for one kernel serve another with the
+  // same signature (say, another batch size); any other kernel must refuse them.
+  std::string packing_signature() const;
   std::string to_json() const;
 };
 

@@ -154,6 +154,7 @@ class PackedWeights {
   std::shared_ptr<float> data_;
   size_t bytes_ = 0;
   std::string kernel_name_;
+  std::string layout_;  // Plan::packing_signature(): names alone do not encode channel counts
 };
 
 namespace detail { struct CompiledKernel; }
