@@ -22,5 +22,6 @@ EmittedCode emit_kernel(const detail::Plan& plan);
 // The families (one file each).
 EmittedCode emit_direct(const detail::Plan& plan);  // direct, gemm, depthwise
 EmittedCode emit_dot(const detail::Plan& plan);     // dot
+EmittedCode emit_depthwise_x(const detail::Plan& plan);  // depthwise_x
 
 }  // namespace deconvjit::jit

@@ -97,6 +97,7 @@ void RowKernelGenerator::emit_tap_loops() {
 }
 
 EmittedCode emit_kernel(const detail::Plan& plan) {
+  if (plan.algorithm == detail::Algorithm::depthwise_x) return emit_depthwise_x(plan);
   return plan.algorithm == detail::Algorithm::dot ? emit_dot(plan) : emit_direct(plan);
 }
 

@@ -134,9 +134,11 @@ std::vector<size_t> check_offsets(const Json& meta, int kind, const Plan& plan, 
   } catch (const Json::exception&) {
     reject("metadata field 'entries' is missing or malformed");
   }
-  if (out.size() != static_cast<size_t>(plan.ur_w))
+  // A row family emits one function per block width; depthwise_x one per block kind.
+  const size_t want = plan.algorithm == Algorithm::depthwise_x ? 1 : static_cast<size_t>(plan.ur_w);
+  if (out.size() != want)
     reject("entries[" + std::to_string(kind) + "] has " + std::to_string(out.size()) +
-           " functions, the plan needs " + std::to_string(plan.ur_w));
+           " functions, the plan needs " + std::to_string(want));
   for (size_t off : out)
     if (off >= code_bytes) reject("entry offset " + std::to_string(off) + " lies outside the code");
   return out;

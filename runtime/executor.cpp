@@ -190,6 +190,43 @@ void run_rows(const CompiledKernel& k, const float* src, const float* packed, fl
   }
 }
 
+// depthwise_x: a task is one output row of one chunk of channels, in NCX as the user gave it. The
+// register blocks of Plan::oc_vectors channels run in function 0, a remainder in function 1 (one each).
+void run_depthwise_x(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+  const Plan& pl = k.plan;
+  const auto& a = pl.axes;
+  const int64_t rows = a[0].out * a[1].out, cb = pl.oc_vectors;
+  const int64_t per_channel = a[0].kernel * a[1].kernel * pl.main.wei_k_floats;
+  auto task = [&](int64_t t) {
+    const int64_t row = t % rows, chunk = t / rows % pl.oc_blocks, n = t / rows / pl.oc_blocks;
+    const AxisTaps& tz = k.schedule.z[row / a[1].out];
+    const AxisTaps& ty = k.schedule.y[row % a[1].out];
+    const int64_t c0 = chunk * pl.channels_per_call;
+    const int64_t channels = std::min(pl.channels_per_call, pl.dst_channels - c0);
+    jit::KernelArgs args{};
+    args.src = src + n * pl.src_n + c0 * pl.src_c + (tz.i0 * a[1].in + ty.i0) * a[2].in;
+    args.wei = packed + c0 * per_channel + (tz.k0 * a[1].kernel + ty.k0) * pl.main.wei_k_floats;
+    args.dst = dst + n * pl.dst_n + c0 * pl.dst_c + row * a[2].out;
+    args.nz = tz.count;
+    args.ny = ty.count;
+    args.nblocks = channels / cb;
+    if (args.nblocks) k.fns[0][0](&args);
+    if (channels % cb == 0) return;
+    const int64_t done = channels / cb * cb;
+    args.src += done * pl.src_c;
+    args.wei += done * per_channel;
+    args.dst += done * pl.dst_c;
+    args.nblocks = channels % cb;
+    k.fns[1][0](&args);
+  };
+  const int64_t tasks = pl.batch * pl.oc_blocks * rows;
+  if (!pl.parallel) {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+    return;
+  }
+  tbb::parallel_for(int64_t{0}, tasks, task);
+}
+
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.
 struct HaloMap {
   int64_t x = 1, left = 0, right = 0;
@@ -259,6 +296,7 @@ void prepare_src(const CompiledKernel& k, const float* src, float* out) {
 
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
+  if (k.plan.algorithm == Algorithm::depthwise_x) return run_depthwise_x(k, src, packed, dst);
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;
   if (k.plan.copies_src()) {

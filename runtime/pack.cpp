@@ -35,6 +35,25 @@ void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
   });
 }
 
+// depthwise_x: [channel][kz][ky][x tap j][lane]; lane l of tap j holds kernel x (l + pad) mod s + s*j,
+// zero past the kernel (see runtime/plan_depthwise_x.cpp).
+void pack_depthwise_x(const Plan& pl, const UserWeights& uw, const std::array<int64_t, 3>& kd,
+                      float* out) {
+  const int64_t s = pl.axes[2].stride, lanes = pl.lanes;
+  const int64_t pad_mod = ((pl.axes[2].pad_begin % s) + s) % s;  // pads may be negative
+  const int64_t taps = pl.main.wei_k_floats / lanes;
+  const int64_t per_channel = kd[0] * kd[1] * pl.main.wei_k_floats;
+  tbb::parallel_for(int64_t{0}, pl.dst_channels, [&](int64_t c) {
+    float* dst = out + c * per_channel;
+    for (int64_t kzy = 0; kzy < kd[0] * kd[1]; ++kzy)
+      for (int64_t j = 0; j < taps; ++j)
+        for (int64_t l = 0; l < lanes; ++l) {
+          const int64_t kx = (l + pad_mod) % s + s * j;
+          *dst++ = kx < kd[2] ? uw.at(c, 0, 0, kzy * kd[2] + kx) : 0.f;
+        }
+  });
+}
+
 }  // namespace
 
 void pack_weights_into(const CompiledKernel& k, const float* weights, float* out) {
@@ -45,6 +64,7 @@ void pack_weights_into(const CompiledKernel& k, const float* weights, float* out
   const UserWeights uw{weights, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
                        kd[0] * kd[1] * kd[2]};
   if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
+  if (pl.algorithm == Algorithm::depthwise_x) return pack_depthwise_x(pl, uw, kd, out);
   const bool gemm = pl.algorithm == Algorithm::gemm;
   const bool depthwise = pl.algorithm == Algorithm::depthwise;
   const int64_t kx_v = pl.axes[2].kernel;  // 1 when x is folded into the channels

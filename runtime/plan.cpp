@@ -9,12 +9,12 @@
 #include "runtime/cpu.hpp"
 
 namespace deconvjit::detail {
-namespace {
 
-// Work below this runs on the calling thread: a TBB fork costs more than the arithmetic.
-constexpr double kSerialFlops = 2e6;
-// Tasks to aim for, so that up to 64 threads balance.
-constexpr int64_t kTargetTasks = 256;
+void check_hint(bool ok, const std::string& what) {
+  if (!ok) throw Error(Error::Kind::InvalidArgument, "tuning hint rejected: " + what);
+}
+
+namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -51,8 +51,6 @@ void fold_x_phases(Plan& pl) {
   x.stride = x.tap_k_step = x.tap_i_step = 1;
 }
 
-void check_hint(bool ok, const std::string& what);
-
 // A horizontal sum per output pays off when few output channels would leave vector lanes empty and
 // the input channels fill them.
 constexpr int64_t kDotMaxOc = 4;
@@ -77,8 +75,10 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
       gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
-                   h.algorithm == "dot",
-               "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot)");
+                   h.algorithm == "dot" || h.algorithm == "depthwise_x",
+               "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot, "
+               "depthwise_x)");
+    if (h.algorithm == "depthwise_x") return Algorithm::depthwise;  // the family; choose_layout decides
     check_hint(h.algorithm != "dot" || p.c_out_per_group() <= kDotMaxOc,
                "algorithm dot needs at most " + std::to_string(kDotMaxOc) + " output channels per group");
     if (h.algorithm == "dot") return Algorithm::dot;
@@ -99,6 +99,7 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family) {
   if (p.data_format == DataFormat::NXC) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
+    check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x is for NCX data");
     return LayoutPath::nxc;
   }
   if (family == Algorithm::dot) {
@@ -107,6 +108,14 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_src_copy;
   }
   check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
+  const bool native_wanted = h.algorithm == "depthwise_x" || (h.algorithm.empty() && h.layout.empty());
+  if (family == Algorithm::depthwise && native_wanted && depthwise_x_applies(p, isa)) {
+    check_hint(h.layout.empty(), "algorithm depthwise_x reads and writes NCX itself (no layout hint)");
+    return LayoutPath::ncx_native;
+  }
+  check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "
+                                           "group, x dilation 1 and an x stride dividing the vector "
+                                           "lanes");
   // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
   // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256).
   if (h.layout.empty() && family == Algorithm::depthwise) return LayoutPath::ncx_via_scratch;
@@ -117,10 +126,6 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
              "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");
   return LayoutPath::ncx_in_kernel;
-}
-
-void check_hint(bool ok, const std::string& what) {
-  if (!ok) throw Error(Error::Kind::InvalidArgument, "tuning hint rejected: " + what);
 }
 
 // Register budget: accumulators ur_w*nv, nv weight vectors, broadcast registers.
@@ -235,6 +240,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::gemm: return "gemm";
     case Algorithm::depthwise: return "depthwise";
     case Algorithm::dot: return "dot";
+    case Algorithm::depthwise_x: return "depthwise_x";
   }
   return "?";
 }
@@ -246,11 +252,14 @@ const char* to_string(LayoutPath l) {
     case LayoutPath::ncx_in_kernel: return "ncx_in_kernel";
     case LayoutPath::ncx_via_scratch: return "ncx_via_scratch";
     case LayoutPath::ncx_src_copy: return "ncx_src_copy";
+    case LayoutPath::ncx_native: return "ncx_native";
   }
   return "?";
 }
 
 int64_t Plan::packed_weights_floats() const {
+  if (algorithm == Algorithm::depthwise_x)  // per channel: [kz][ky][x tap][lane]
+    return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
   return groups * taps * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
 }
@@ -365,6 +374,12 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   Axis& x = pl.axes[2];
   const Algorithm family = choose_algorithm(p, x, LayoutPath::nxc, h);
   pl.layout = choose_layout(p, isa, h, family);
+  if (pl.layout == LayoutPath::ncx_native) {
+    plan_depthwise_x(pl, p, h);
+    pl.name = make_name(pl, p);
+    pl.packing = pl.packing_signature();
+    return pl;
+  }
   pl.algorithm = choose_algorithm(p, x, pl.layout, h);
   if (pl.algorithm == Algorithm::gemm) {
     fold_x_phases(pl);
@@ -399,6 +414,10 @@ std::string Plan::packing_signature() const {
                     std::to_string(oc_per_group) + '/' + std::to_string(main.vectors) + '/' +
                     std::to_string(last.vectors) + '/' + std::to_string(ic_vectors);
   for (const Axis& a : axes) sig += '/' + std::to_string(a.kernel);
+  // depthwise_x lanes hold x phases: which kernel x a lane sees depends on the stride and pad phase.
+  if (algorithm == Algorithm::depthwise_x)
+    sig += "/x" + std::to_string(axes[2].stride) + ':' +
+           std::to_string(((axes[2].pad_begin % axes[2].stride) + axes[2].stride) % axes[2].stride);
   return sig + "/s" + std::to_string(fold_stride);
 }
 
@@ -423,6 +442,7 @@ std::string Plan::to_json() const {
   j["ic_blocks"] = ic_blocks;
   j["ic_vectors"] = ic_vectors;
   j["ic_tail_lanes"] = ic_tail_lanes;
+  if (algorithm == Algorithm::depthwise_x) j["channels_per_call"] = channels_per_call;
   for (int i = 0; i < 3; ++i) {
     const Axis& a = axes[i];
     j["axes"].push_back({{"in", a.in}, {"kernel", a.kernel}, {"stride", a.stride},

@@ -17,12 +17,16 @@ namespace deconvjit::detail {
 // depthwise: one channel per group; channels become the vector dimension, inputs are loaded as vectors.
 // dot:       very few output channels; input channels become the vector dimension and each output is a
 //            horizontal sum, so lanes stay full when C_OUT/G is 1..4.
-enum class Algorithm { direct, gemm, depthwise, dot };
+// depthwise_x: depthwise on NCX data with the vector along output x. Within a vector every lane keeps
+//              one x phase, so a lane-permuted input vector times a per-lane weight vector does one tap
+//              for all phases at once; no layout copies.
+enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x };
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
 // src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
-enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy };
+// native: the kernel reads and writes NCX itself (depthwise_x).
+enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_native };
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
 
@@ -73,6 +77,7 @@ struct Plan {
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
   int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
+  int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row)
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real lanes of the last input-channel vector (0 = all)
   BlockKind main, last;         // last == main when there is no tail
@@ -105,5 +110,15 @@ struct Plan {
 
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
+
+// Shared by the family planners (plan.cpp, plan_depthwise_x.cpp).
+// Work below this runs on the calling thread: a TBB fork costs more than the arithmetic.
+constexpr double kSerialFlops = 2e6;
+// Tasks to aim for, so that up to 64 threads balance.
+constexpr int64_t kTargetTasks = 256;
+void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
+bool depthwise_x_applies(const Problem& p, Isa isa);
+// Fills the tile, threading and strides of the depthwise_x family (make_plan adds name and packing).
+void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h);
 
 }  // namespace deconvjit::detail

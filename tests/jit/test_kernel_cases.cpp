@@ -101,11 +101,51 @@ TEST_P(KernelCases, Depthwise) {
         DeconvTester t = T().groups(c).channels(c, c).input({5, 6}).kernel({3, 3}).stride({2, 2})
                              .pads({1, 1}, {1, 1}).layout(f).weights_format(w);
         t.Test();
-        EXPECT_EQ(plan_of(t).at("algorithm"), "depthwise");
+        EXPECT_EQ(plan_of(t).at("algorithm"), f == DataFormat::NCX ? "depthwise_x" : "depthwise");
       }
   T().rank(1).groups(19).channels(19, 19).input({17}).kernel({5}).stride({3}).dilation({2}).Test();
   T().rank(3).groups(5).channels(5, 5).input({3, 4, 3}).kernel({2, 3, 2}).stride({2, 1, 3}).batch(2)
       .layout(DataFormat::NXC).Test();
+}
+
+// NCX depthwise with the vector along x: every stride that divides the lanes (and one that does not, which
+// must fall back), kernels shorter and much longer than the stride, negative and large pads, rows of many
+// vectors (the unmasked loop), channel counts that leave a remainder block, batches, 1D and 3D.
+TEST_P(KernelCases, DepthwiseAlongX) {
+  const int64_t lanes = GetParam() == Isa::avx512_core ? 16 : 8;
+  auto dw = [&](int64_t c) { return T().groups(c).channels(c, c).layout(DataFormat::NCX); };
+  for (int64_t s : {1, 2, 3, 4, 8, 16}) {
+    SCOPED_TRACE("stride " + std::to_string(s));
+    DeconvTester t = dw(5).input({3, 9}).kernel({3, 2 * s + 1}).stride({2, s}).pads({1, s / 2}, {0, s});
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), lanes % s == 0 ? "depthwise_x" : "depthwise");
+  }
+  struct Case { int64_t c, n; V in, k, s, pb, pe; };
+  const Case cases[] = {
+      {7, 1, {4, 6}, {1, 1}, {4, 4}, {0, 0}, {0, 0}},          // kernel shorter than the stride
+      {9, 2, {3, 5}, {3, 20}, {1, 2}, {1, 9}, {1, 9}},         // ten x taps
+      {6, 1, {5, 7}, {3, 3}, {2, 2}, {-1, -2}, {-2, -1}},      // negative pads
+      {5, 1, {4, 6}, {4, 4}, {2, 2}, {3, 5}, {2, 6}},          // pads past the kernel
+      {11, 2, {3, 150}, {4, 4}, {2, 2}, {1, 1}, {1, 1}},       // 300 outputs per row
+      {37, 1, {8, 33}, {3, 5}, {2, 4}, {1, 2}, {0, 3}},        // 37 channels: a remainder block
+      {3, 1, {2, 1}, {2, 3}, {2, 2}, {0, 0}, {0, 0}},          // one input column
+  };
+  for (const Case& c : cases) {
+    DeconvTester t = dw(c.c).batch(c.n).input(c.in).kernel(c.k).stride(c.s).pads(c.pb, c.pe);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "depthwise_x");
+  }
+  DeconvTester one_d = dw(19).rank(1).input({41}).kernel({6}).stride({2}).pads({2}, {1});
+  one_d.Test();
+  EXPECT_EQ(plan_of(one_d).at("algorithm"), "depthwise_x");
+  DeconvTester three_d = dw(5).rank(3).batch(2).input({3, 4, 5}).kernel({2, 3, 4}).stride({2, 1, 2})
+                             .dilation({2, 2, 1}).pads({1, 0, 1}, {0, 1, 2});
+  three_d.Test();
+  EXPECT_EQ(plan_of(three_d).at("algorithm"), "depthwise_x");
+  // Dilation along x has no fixed lane pattern: the copying depthwise path takes it.
+  DeconvTester dilated = dw(5).input({4, 6}).kernel({3, 3}).stride({2, 2}).dilation({1, 2});
+  dilated.Test();
+  EXPECT_EQ(plan_of(dilated).at("algorithm"), "depthwise");
 }
 
 TEST_P(KernelCases, ChannelMultiplier) {

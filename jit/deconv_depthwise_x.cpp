@@ -1,0 +1,312 @@
+// The depthwise_x family: depthwise on NCX data, the vector along output x (see runtime/plan_depthwise_x.cpp
+// for the lane algebra). One call computes one output row of `nblocks` register blocks of channels; a
+// register block is cb channels x u output vectors. Function 0 holds Plan::oc_vectors channels per block,
+// function 1 one channel (the remainder of a call).
+#include <algorithm>
+#include <cassert>
+#include <utility>
+#include <vector>
+
+#include "jit/deconv_kernels.hpp"
+#include "jit/generator.hpp"
+#include "jit/kernel_abi.hpp"
+#include "runtime/cpu.hpp"
+
+namespace deconvjit::jit {
+namespace {
+
+using namespace Xbyak;
+using detail::Plan;
+using Off = KernelArgsOffsets;
+constexpr int kFloat = 4;
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// A lane range [lo, hi) of a vector that is real (loads: inside the input row; stores: inside the output
+// row). lo == 0 && hi == lanes is a plain access; lo >= hi means nothing to do.
+struct Lanes {
+  int lo = 0, hi = 0;
+  bool operator==(const Lanes& o) const { return lo == o.lo && hi == o.hi; }
+};
+
+// Consecutive register blocks of a row emitted as one piece: a loop when they all need no mask.
+struct Piece {
+  int64_t first = 0, count = 1;
+  int vectors = 0;
+  bool loop = false;
+};
+
+class DepthwiseXGenerator : public Generator {
+ public:
+  DepthwiseXGenerator(const Plan& pl, size_t max_size, std::vector<Piece> pieces)
+      : Generator(max_size), pl_(pl), pieces_(std::move(pieces)) {}
+
+  EmittedCode run() {
+    EmittedCode out;
+    align(16);
+    out.entries[0].push_back(getSize());
+    emit_function(pl_.oc_vectors);
+    if (pl_.oc_vectors > 1) {
+      align(16);
+      out.entries[1].push_back(getSize());
+      emit_function(1);
+    } else {
+      out.entries[1] = out.entries[0];
+    }
+    emit_tables();
+    out.bytes = bytes();
+    return out;
+  }
+
+ private:
+  // Register map. rdi holds the KernelArgs pointer for the whole call.
+  const Reg64 r_args = rdi;
+  const Reg64 r_src = rsi, r_dst = rdx, r_wei = rcx;  // this register block's channels, row start
+  const Reg64 r_nblk = r8;                            // register blocks of channels left
+  const Reg64 r_xs = r9, r_xd = r10;                  // source / destination of the current x piece
+  const Reg64 r_sz = r11, r_sy = rax, r_wz = rbx, r_wy = r12;  // at the current z / y tap
+  const Reg64 r_cz = r13, r_cy = r14;                          // taps left along z / y
+  const Reg64 r_loop = r15;                                    // blocks left in a loop piece
+  const Reg64 r_tmp = rbp;  // opmask bits and 64-bit immediates
+
+  const Plan& pl_;
+  const std::vector<Piece> pieces_;
+  int cb_ = 1;  // channels per register block in the function being emitted
+  std::vector<Lanes> mask_table_;  // AVX2: the lane masks the loads and stores use
+  Label l_index_, l_masks_;
+
+  bool zmm() const { return pl_.isa == Isa::avx512_core; }
+  int lanes() const { return pl_.lanes; }
+  int64_t stride() const { return pl_.axes[2].stride; }
+  int64_t x_taps() const { return pl_.main.wei_k_floats / lanes(); }
+  // Pads may be negative: floor division and its non-negative remainder.
+  int64_t pad_div() const { return floor_div(pl_.axes[2].pad_begin, stride()); }
+  int64_t pad_mod() const { return pl_.axes[2].pad_begin - pad_div() * stride(); }
+  // Lanes of the loaded input vector that the permutation reads.
+  int needed_lanes() const { return static_cast<int>((lanes() - 1 + pad_mod()) / stride() + 1); }
+  int64_t per_channel_floats() const {
+    return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.main.wei_k_floats;
+  }
+
+  Xmm vreg(int i) const { return zmm() ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
+  // vpermps takes Ymm operands; a Zmm passed as one keeps its width.
+  Ymm wide(const Xmm& x) const { return zmm() ? Ymm(Zmm(x.getIdx())) : Ymm(x.getIdx()); }
+  int nregs() const { return detail::vector_registers(pl_.isa); }
+  Xmm acc(int c, int u) const { return vreg(c * pl_.ur_w + u); }
+  Xmm idx() const { return vreg(nregs() - 1); }
+  Xmm temp(int i) const { return vreg(nregs() - 2 - i % 2); }
+  Xmm ymask() const { return vreg(nregs() - 4); }
+  Xmm wvec(int c) const { return vreg(cb_ * pl_.ur_w + c); }  // below the fixed ones (tile_fits)
+
+  // Input lanes that vector u of block b reads at x tap j (relative to the loaded vector).
+  Lanes load_lanes(int64_t b, int u, int64_t j) const {
+    const int64_t first = (b * pl_.ur_w + u) * lanes() / stride() + pad_div() - j;
+    const int64_t in = pl_.axes[2].in;
+    if (first >= 0 && first + lanes() <= in) return {0, lanes()};
+    const int lo = static_cast<int>(std::clamp<int64_t>(-first, 0, lanes()));
+    const int hi = static_cast<int>(std::clamp<int64_t>(in - first, 0, needed_lanes()));
+    return {lo, hi};
+  }
+  Lanes store_lanes(int64_t b, int u) const {
+    const int64_t x0 = (b * pl_.ur_w + u) * lanes();
+    return {0, static_cast<int>(std::clamp<int64_t>(pl_.axes[2].out - x0, 0, lanes()))};
+  }
+
+  void emit_function(int cb);
+  void emit_piece(const Piece& pc);
+  void emit_block(int64_t b, int vectors);
+  void emit_tap(int64_t b, int vectors, int64_t j);
+  void emit_store(int64_t b, int vectors);
+  void set_opmask(const Lanes& l);
+  int mask_index(const Lanes& l);
+  void emit_tables();
+};
+
+void DepthwiseXGenerator::emit_function(int cb) {
+  cb_ = cb;
+  preamble();
+  push(r_tmp);
+  if (stride() > 1) vmovups(idx(), ptr[rip + l_index_]);
+  mov(r_src, ptr[r_args + Off::src]);
+  mov(r_dst, ptr[r_args + Off::dst]);
+  mov(r_wei, ptr[r_args + Off::wei]);
+  mov(r_nblk, ptr[r_args + Off::nblocks]);
+  Label l_block, l_done;
+  test(r_nblk, r_nblk);
+  jle(l_done, T_NEAR);
+  L(l_block);
+  for (const Piece& pc : pieces_) emit_piece(pc);
+  add_imm(r_src, cb * pl_.src_c * kFloat, r_tmp);
+  add_imm(r_dst, cb * pl_.dst_c * kFloat, r_tmp);
+  add_imm(r_wei, cb * per_channel_floats() * kFloat, r_tmp);
+  dec(r_nblk);
+  jnz(l_block, T_NEAR);
+  L(l_done);
+  pop(r_tmp);
+  postamble();
+}
+
+void DepthwiseXGenerator::emit_piece(const Piece& pc) {
+  mov(r_xs, r_src);
+  add_imm(r_xs, pc.first * pl_.ur_w * lanes() / stride() * kFloat, r_tmp);
+  mov(r_xd, r_dst);
+  add_imm(r_xd, pc.first * pl_.ur_w * lanes() * kFloat, r_tmp);
+  if (!pc.loop) return emit_block(pc.first, pc.vectors);
+  Label l_piece;
+  mov(r_loop, pc.count);
+  L(l_piece);
+  emit_block(pc.first, pc.vectors);  // every block of a loop piece has the masks of the first: none
+  add_imm(r_xs, int64_t{pl_.ur_w} * lanes() / stride() * kFloat, r_tmp);
+  add_imm(r_xd, int64_t{pl_.ur_w} * lanes() * kFloat, r_tmp);
+  dec(r_loop);
+  jnz(l_piece, T_NEAR);
+}
+
+// z and y loops over the valid taps (counts from the caller); x taps unrolled inside.
+void DepthwiseXGenerator::emit_block(int64_t b, int vectors) {
+  for (int c = 0; c < cb_; ++c)
+    for (int u = 0; u < vectors; ++u) vxorps(acc(c, u), acc(c, u), acc(c, u));
+  Label lz, ly, z_next, l_end;
+  mov(r_sz, r_xs);
+  mov(r_wz, r_wei);
+  mov(r_cz, ptr[r_args + Off::nz]);
+  test(r_cz, r_cz);
+  jle(l_end, T_NEAR);
+  L(lz);
+  mov(r_sy, r_sz);
+  mov(r_wy, r_wz);
+  mov(r_cy, ptr[r_args + Off::ny]);
+  test(r_cy, r_cy);
+  jle(z_next, T_NEAR);
+  L(ly);
+  for (int64_t j = 0; j < x_taps(); ++j) emit_tap(b, vectors, j);
+  add_imm(r_sy, pl_.src_tap_step[1] * kFloat, r_tmp);
+  add_imm(r_wy, pl_.main.wei_tap_step[1] * kFloat, r_tmp);
+  dec(r_cy);
+  jnz(ly, T_NEAR);
+  L(z_next);
+  add_imm(r_sz, pl_.src_tap_step[0] * kFloat, r_tmp);
+  add_imm(r_wz, pl_.main.wei_tap_step[0] * kFloat, r_tmp);
+  dec(r_cz);
+  jnz(lz, T_NEAR);
+  L(l_end);
+  emit_store(b, vectors);
+}
+
+// One x tap for the whole block: per channel a per-lane weight vector; per vector one (masked) load,
+// the phase permutation, one FMA. Vectors whose inputs all lie outside the row are skipped.
+void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
+  for (int c = 0; c < cb_; ++c)
+    vmovups(wvec(c), ptr[r_wy + (c * per_channel_floats() + j * lanes()) * kFloat]);
+  int n = 0;
+  for (int u = 0; u < vectors; ++u) {
+    const Lanes l = load_lanes(b, u, j);
+    if (l.lo >= l.hi) continue;
+    const bool full = l.lo == 0 && l.hi == lanes();
+    if (!full && zmm()) set_opmask(l);
+    if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
+    for (int c = 0; c < cb_; ++c, ++n) {
+      const int64_t ofs = (c * pl_.src_c + u * lanes() / stride() + pad_div() - j) * kFloat;
+      const Address a = ptr[r_sy + ofs];
+      const Xmm t = temp(n);
+      if (full && stride() == 1) {
+        vfmadd231ps(acc(c, u), wvec(c), a);
+        continue;
+      }
+      if (full) {
+        vpermps(wide(t), wide(idx()), a);
+      } else {
+        if (zmm())
+          vmovups(Zmm(t.getIdx()) | k1 | T_z, a);
+        else
+          vmaskmovps(t, ymask(), a);
+        if (stride() > 1) vpermps(wide(t), wide(idx()), wide(t));
+      }
+      vfmadd231ps(acc(c, u), t, wvec(c));
+    }
+  }
+}
+
+void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
+  for (int u = 0; u < vectors; ++u) {
+    const Lanes l = store_lanes(b, u);
+    const bool full = l.hi == lanes();
+    if (!full && zmm()) set_opmask(l);
+    if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
+    for (int c = 0; c < cb_; ++c) {
+      const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * kFloat];
+      if (full)
+        vmovups(a, acc(c, u));
+      else if (zmm())
+        vmovups(a | k1, Zmm(acc(c, u).getIdx()));
+      else
+        vmaskmovps(a, ymask(), acc(c, u));
+    }
+  }
+}
+
+void DepthwiseXGenerator::set_opmask(const Lanes& l) {
+  const uint32_t bits = ((1u << l.hi) - 1) & ~((1u << l.lo) - 1);
+  mov(r_tmp.cvt32(), bits);
+  kmovw(k1, r_tmp.cvt32());
+}
+
+int DepthwiseXGenerator::mask_index(const Lanes& l) {
+  const auto it = std::find(mask_table_.begin(), mask_table_.end(), l);
+  if (it != mask_table_.end()) return static_cast<int>(it - mask_table_.begin());
+  mask_table_.push_back(l);
+  return static_cast<int>(mask_table_.size()) - 1;
+}
+
+// The permutation (lane l reads loaded lane (l + pad) div s - pad div s) and the AVX2 lane masks.
+void DepthwiseXGenerator::emit_tables() {
+  align(64);
+  L(l_index_);
+  for (int l = 0; l < lanes(); ++l) dd(static_cast<uint32_t>((l + pad_mod()) / stride()));
+  align(32);
+  L(l_masks_);
+  for (const Lanes& m : mask_table_)
+    for (int l = 0; l < 8; ++l) dd(l >= m.lo && l < m.hi ? 0xffffffffu : 0u);
+}
+
+// Blocks that need no mask at any tap, and are full, run as loops; the others are emitted one by one.
+std::vector<Piece> make_pieces(const Plan& pl) {
+  const int64_t lanes = pl.lanes, s = pl.axes[2].stride, in = pl.axes[2].in, out = pl.axes[2].out;
+  const int64_t row_vectors = (out + lanes - 1) / lanes, u = pl.ur_w;
+  const int64_t blocks = (row_vectors + u - 1) / u;
+  const int64_t taps = pl.main.wei_k_floats / lanes, pad_div = floor_div(pl.axes[2].pad_begin, s);
+  auto clean = [&](int64_t b) {
+    if ((b + 1) * u > row_vectors || (b + 1) * u * lanes > out) return false;
+    const int64_t lo = b * u * lanes / s + pad_div - (taps - 1);
+    const int64_t hi = ((b + 1) * u - 1) * lanes / s + pad_div + lanes;
+    return lo >= 0 && hi <= in;
+  };
+  std::vector<Piece> pieces;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int vectors = static_cast<int>(std::min(u, row_vectors - b * u));
+    if (clean(b) && !pieces.empty() && pieces.back().loop && pieces.back().first + pieces.back().count == b) {
+      ++pieces.back().count;
+      continue;
+    }
+    pieces.push_back({b, 1, vectors, clean(b)});
+  }
+  return pieces;
+}
+
+size_t code_bound(const Plan& pl, const std::vector<Piece>& pieces) {
+  const size_t taps = static_cast<size_t>(pl.main.wei_k_floats / pl.lanes);
+  const size_t block = 256 + taps * (pl.oc_vectors + static_cast<size_t>(pl.ur_w) * (2 + 3 * pl.oc_vectors)) * 12 +
+                       static_cast<size_t>(pl.ur_w) * (2 + 2 * pl.oc_vectors) * 12;
+  return 4096 + 2 * pieces.size() * (block + 64) + 64 * 32;
+}
+
+}  // namespace
+
+EmittedCode emit_depthwise_x(const Plan& plan) {
+  std::vector<Piece> pieces = make_pieces(plan);
+  const size_t bound = code_bound(plan, pieces);
+  DepthwiseXGenerator gen(plan, bound, std::move(pieces));
+  return gen.run();
+}
+
+}  // namespace deconvjit::jit

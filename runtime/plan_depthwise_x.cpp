@@ -1,0 +1,99 @@
+// Planning for the depthwise_x family: depthwise on NCX data with the vector along output x.
+//
+// Output lane l of a vector starting at x0 (a multiple of the lane count, hence of the stride s) has
+// phase r_l = (l + pad) mod s and sees kernel x = r_l + s*j at input x0/s + (l + pad) div s - j, for
+// j = 0 .. ceil(Kx/s) - 1 (floor division: pads may be negative). So for each j one input vector,
+// permuted by the fixed index (l + pad) div s - pad div s, times a per-lane weight vector covers every
+// phase of the vector at once.
+#include <algorithm>
+
+#include "runtime/cpu.hpp"
+#include "runtime/plan.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Registers besides the accumulators: the permutation index, two input temporaries, and on AVX2 the
+// lane mask of a masked load (AVX-512 uses an opmask).
+int fixed_registers(Isa isa) { return isa == Isa::avx512_core ? 3 : 4; }
+
+bool tile_fits(Isa isa, int u, int cb) {
+  return u >= 1 && cb >= 1 && cb * u + cb + fixed_registers(isa) <= vector_registers(isa);
+}
+
+// u output vectors of cb channels. Channel planes a multiple of 4 KiB apart alias in L1 and in the store
+// buffer (dla_up_dw256: 0.096 ms with 4 channels per block, 0.050 ms with one), so a block takes several
+// channels only when the planes do not alias. Splitting each sum in two for more FMA chains on narrow
+// rows measured no gain (0.050 / 0.050 ms), so the tile stays simple.
+void choose_tile(Plan& pl, const Problem& p, const TuningHints& h, int64_t row_vectors) {
+  const bool z = pl.isa == Isa::avx512_core;
+  const int chains = z ? 12 : 8;  // independent FMAs that cover the FMA latency
+  int64_t in_sp = 1, out_sp = 1;
+  for (int64_t v : p.in) in_sp *= v;
+  for (int64_t v : p.out) out_sp *= v;
+  const bool aliasing = in_sp % 1024 == 0 || out_sp % 1024 == 0;
+  int u = static_cast<int>(std::min<int64_t>(row_vectors, chains));
+  if (h.ur_w) u = h.ur_w;
+  int cb = aliasing ? 1 : std::clamp(chains / u, 1, 4);
+  if (h.oc_vectors) cb = h.oc_vectors;
+  while (!h.oc_vectors && cb > 1 && !tile_fits(pl.isa, u, cb)) --cb;
+  check_hint(tile_fits(pl.isa, u, cb), "depthwise_x: ur_w " + std::to_string(u) + " vectors of " +
+                                           std::to_string(cb) + " channels do not fit the register file");
+  pl.ur_w = u;
+  pl.oc_vectors = cb;
+}
+
+}  // namespace
+
+bool depthwise_x_applies(const Problem& p, Isa isa) {
+  const int64_t s = p.stride.back();
+  int64_t in_sp = 1, out_sp = 1;
+  for (int64_t v : p.in) in_sp *= v;
+  for (int64_t v : p.out) out_sp *= v;
+  // Channel planes are addressed with 32-bit displacements, up to 4 channels per register block.
+  const bool small_planes = std::max(in_sp, out_sp) * 4 * 4 < (int64_t{1} << 31);
+  return p.data_format == DataFormat::NCX && p.groups > 1 && p.c_in_per_group() == 1 &&
+         p.c_out_per_group() == 1 && p.dilation.back() == 1 && vector_lanes(isa) % s == 0 &&
+         small_planes;
+}
+
+void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
+  check_hint(h.ic_unroll <= 1, "depthwise_x has no input-channel loop to unroll");
+  check_hint(h.x_split <= 1, "depthwise_x computes whole rows (x_split 1)");
+  check_hint(h.ic_block <= 0, "depthwise_x has no reduction over channels to split");
+  check_hint(h.x_halo != 1, "depthwise_x masks its loads at the borders instead of a halo");
+  pl.algorithm = Algorithm::depthwise_x;
+  pl.layout = LayoutPath::ncx_native;
+  pl.groups = 1;
+  pl.oc_per_group = p.c_out;
+  const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
+  pl.ic_unroll = 1;
+  pl.x_split = 1;
+
+  const int64_t x_taps = ceil_div(ax.kernel, ax.stride);
+  choose_tile(pl, p, h, ceil_div(ax.out, pl.lanes));
+  BlockKind k;
+  k.vectors = pl.oc_vectors;
+  k.wei_k_floats = x_taps * pl.lanes;
+  k.wei_tap_step = {az.tap_k_step * ay.kernel * k.wei_k_floats, ay.tap_k_step * k.wei_k_floats, 0};
+  pl.main = pl.last = k;
+
+  // Calls: one output row of channels_per_call channels (a multiple of the register block's channels).
+  const int64_t rows = pl.batch * az.out * ay.out;
+  const int64_t groups_of_cb = ceil_div(p.c_out, pl.oc_vectors);
+  const int64_t chunks = std::clamp<int64_t>(ceil_div(kTargetTasks, rows), 1, groups_of_cb);
+  pl.channels_per_call = ceil_div(groups_of_cb, chunks) * pl.oc_vectors;
+  pl.oc_blocks = ceil_div(p.c_out, pl.channels_per_call);
+  pl.parallel = p.flops() >= kSerialFlops;
+
+  const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
+  pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
+  pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
+  pl.src_ic_stride = pl.src_c;
+  pl.src_pix_stride = pl.dst_pix_stride = 1;
+  pl.src_tap_step = {-az.tap_i_step * ay.in * ax.in, -ay.tap_i_step * ax.in, -1};
+}
+
+}  // namespace deconvjit::detail
