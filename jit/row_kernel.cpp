@@ -22,10 +22,17 @@ EmittedCode RowKernelGenerator::run() {
   return out;
 }
 
+// With Plan::oc_loop > 1 each pixel block runs for oc_loop consecutive channel blocks (depthwise: the
+// source channels move with the output channels); the count lives on the stack, r_wob walks the weights.
 void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   bk_ = &bk;
   w_ = w;
   preamble();
+  const bool ob_loop = pl_.oc_loop > 1;
+  if (ob_loop) {
+    push(r_wob);
+    push(r_wob);  // a slot for the channel-block count
+  }
   emit_prologue();
   mov(r_src, ptr[r_args + Off::src]);
   mov(r_dst, ptr[r_args + Off::dst]);
@@ -34,6 +41,37 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   test(r_nblk, r_nblk);
   jle(l_done, T_NEAR);
   L(l_block);
+  if (ob_loop) {
+    const int64_t ch_bytes = int64_t{bk.vectors} * pl_.lanes * kFloat;
+    const int64_t wei_bytes = pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel * bk.wei_k_floats * kFloat;
+    Label l_ob;
+    mov(r_wob, ptr[r_args + Off::wei]);
+    mov(qword[rsp], pl_.oc_loop);
+    L(l_ob);
+    emit_block();
+    add_imm(r_src, ch_bytes * pl_.src_c, r_ic);
+    add_imm(r_dst, ch_bytes * pl_.dst_c, r_ic);
+    add_imm(r_wob, wei_bytes, r_ic);
+    dec(qword[rsp]);
+    jnz(l_ob, T_NEAR);
+    add_imm(r_src, -ch_bytes * pl_.src_c * pl_.oc_loop, r_ic);
+    add_imm(r_dst, -ch_bytes * pl_.dst_c * pl_.oc_loop, r_ic);
+  } else {
+    emit_block();
+  }
+  add_imm(r_src, int64_t{w_} * pl_.src_pix_stride * kFloat, r_ic);
+  add_imm(r_dst, int64_t{w_} * pl_.dst_pix_stride * kFloat, r_ic);
+  dec(r_nblk);
+  jnz(l_block, T_NEAR);
+  L(l_done);
+  if (ob_loop) {
+    pop(r_wob);
+    pop(r_wob);
+  }
+  postamble();
+}
+
+void RowKernelGenerator::emit_block() {
   if (pl_.ic_blocks > 1) {
     Label l_zero, l_ready;
     cmp(qword[r_args + Off::accumulate], 0);
@@ -48,19 +86,16 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   }
   emit_tap_loops();
   emit_store();
-  add_imm(r_src, int64_t{w_} * pl_.src_pix_stride * kFloat, r_ic);
-  add_imm(r_dst, int64_t{w_} * pl_.dst_pix_stride * kFloat, r_ic);
-  dec(r_nblk);
-  jnz(l_block, T_NEAR);
-  L(l_done);
-  postamble();
 }
 
 // z, y, x loops over the valid taps of the phase; counts come from the caller, steps are constants.
 void RowKernelGenerator::emit_tap_loops() {
   Label lz, ly, lx, z_next, y_next, l_end;
   mov(r_sz, r_src);
-  mov(r_wz, ptr[r_args + Off::wei]);
+  if (pl_.oc_loop > 1)
+    mov(r_wz, r_wob);
+  else
+    mov(r_wz, ptr[r_args + Off::wei]);
   mov(r_cz, ptr[r_args + Off::nz]);
   test(r_cz, r_cz);
   jle(l_end, T_NEAR);

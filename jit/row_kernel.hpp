@@ -30,6 +30,7 @@ class RowKernelGenerator : public Generator {
   const Xbyak::Reg64 r_wz = r11, r_wy = rax, r_wx = rbx;  // weights at the current z / y / x tap
   const Xbyak::Reg64 r_cz = r12, r_cy = r13, r_cx = r14;  // taps left along z / y / x
   const Xbyak::Reg64 r_ic = r15;  // reduction iterations left; also a scratch for 64-bit immediates
+  const Xbyak::Reg64 r_wob = rbp;  // weights of the current channel block when a call walks several
 
   bool zmm() const { return pl_.isa == Isa::avx512_core; }
   Xbyak::Xmm vreg(int i) const { return zmm() ? Xbyak::Xmm(Xbyak::Zmm(i)) : Xbyak::Xmm(Xbyak::Ymm(i)); }
@@ -51,6 +52,7 @@ class RowKernelGenerator : public Generator {
 
  private:
   void emit_function(const detail::BlockKind& bk, int w);
+  void emit_block();
   void emit_tap_loops();
 };
 

@@ -20,6 +20,7 @@ namespace {
 
 struct RowGeometry {
   int64_t block_floats_main, group_floats, images;
+  int64_t ob_calls;  // calls along the channel blocks: each walks Plan::oc_loop blocks
 };
 
 RowGeometry geometry(const Plan& pl) {
@@ -29,6 +30,7 @@ RowGeometry geometry(const Plan& pl) {
   g.block_floats_main = taps * pl.main.wei_k_floats;
   g.group_floats = pl.packed_weights_floats() / pl.groups;
   g.images = pl.block_over_batch ? 1 : pl.batch;
+  g.ob_calls = pl.oc_blocks / pl.oc_loop;
   return g;
 }
 
@@ -112,8 +114,8 @@ Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t)
   t /= pl.axes[0].out;
   k.n = t % geo.images;
   t /= geo.images;
-  k.ob = t % pl.oc_blocks;
-  k.g = t / pl.oc_blocks;
+  k.ob = t % geo.ob_calls * pl.oc_loop;
+  k.g = t / geo.ob_calls;
   return k;
 }
 
@@ -177,7 +179,7 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
 void run_rows(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
-  const int64_t tasks = pl.groups * pl.oc_blocks * geo.images * pl.axes[0].out * pl.axes[1].out *
+  const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
                         static_cast<int64_t>(k.schedule.parts.size());
   for (int64_t pass = 0; pass < pl.ic_blocks; ++pass) {
     if (!pl.parallel) {

@@ -199,7 +199,7 @@ BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
 void choose_threading(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.parallel = p.flops() >= kSerialFlops;
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
-  const int64_t rows = pl.groups * pl.oc_blocks * images * pl.axes[0].out * pl.axes[1].out;
+  const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
   const Axis& x = pl.axes[2];
   const int64_t q_max = pl.block_over_batch ? x.out * pl.ur_w : ceil_div(x.out, x.stride);
   int64_t split = 1;
@@ -404,6 +404,11 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   const int last_vectors = static_cast<int>(n_vec - (pl.oc_blocks - 1) * pl.oc_vectors);
   pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
   if (pl.oc_blocks == 1) pl.main = pl.last;
+  // A depthwise block does taps x vectors FMAs per pixel: a call per block would cost more than the
+  // block (AVX2 dla_up_dw256: 16 blocks of 16 channels per pixel). One call walks them all.
+  // (Not into a row buffer, which holds one block.)
+  if (pl.algorithm == Algorithm::depthwise && !pl.has_tail() && pl.layout != LayoutPath::ncx_row_buffer)
+    pl.oc_loop = static_cast<int>(pl.oc_blocks);
   choose_ic_blocks(pl, h);
   return finish(pl, p, h);
 }
@@ -434,6 +439,7 @@ std::string Plan::to_json() const {
   j["oc_vectors"] = oc_vectors;
   j["ic_unroll"] = ic_unroll;
   j["x_split"] = x_split;
+  j["oc_loop"] = oc_loop;
   j["parallel"] = parallel;
   j["oc_blocks"] = oc_blocks;
   j["last_block"] = {{"vectors", last.vectors}, {"mask_lanes", last.mask_lanes}};

@@ -64,6 +64,7 @@ struct Plan {
   int oc_vectors = 1;    // channel vectors per register block (BlockKind main)
   int ic_unroll = 1;     // input-channel loop unroll
   int x_split = 1;       // parts each output row is cut into, for threading
+  int oc_loop = 1;       // channel blocks one call walks for each pixel block (depthwise: many tiny ones)
   bool parallel = true;  // false: tiny problems run on the calling thread
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).

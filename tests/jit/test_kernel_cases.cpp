@@ -108,6 +108,22 @@ TEST_P(KernelCases, Depthwise) {
       .layout(DataFormat::NXC).Test();
 }
 
+// NXC depthwise with many channel blocks: one call walks them all for each pixel block (oc_loop), through
+// the copying NCX path as well.
+TEST_P(KernelCases, DepthwiseWalksChannelBlocksInOneCall) {
+  for (int64_t c : {64, 256}) {
+    DeconvTester t = T().groups(c).channels(c, c).input({5, 7}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1})
+                         .layout(DataFormat::NXC);
+    t.Test();
+    const int64_t vectors = c / (GetParam() == Isa::avx512_core ? 16 : 8);
+    EXPECT_EQ(plan_of(t).at("oc_loop").get<int64_t>() * plan_of(t).at("oc_vectors").get<int64_t>(), vectors);
+    TuningHints scratch;
+    scratch.layout = "scratch";
+    T().groups(c).channels(c, c).input({3, 4}).kernel({3, 3}).stride({2, 2}).batch(2).layout(DataFormat::NCX)
+        .hints(scratch).Test();
+  }
+}
+
 // NCX depthwise with the vector along x: every stride that divides the lanes (and one that does not, which
 // must fall back), kernels shorter and much longer than the stride, negative and large pads, rows of many
 // vectors (the unmasked loop), channel counts that leave a remainder block, batches, 1D and 3D.
