@@ -159,7 +159,7 @@ Action setup_warm(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "warm", "Compile every descriptor of the inputs into the on-disk kernel cache (exit 1 if any failed)");
   auto a = std::make_shared<WarmArgs>();
-  sub->add_option("INPUT", a->inputs, "JSON Lines descriptor files (.jsonl) or OpenVINO IR models (.xml)")
+  sub->add_option("INPUT", a->inputs, "JSON Lines descriptor files (.jsonl), OpenVINO IR models (.xml) or ONNX models (.onnx)")
       ->required();
   sub->add_option("--cache", a->cache, "cache directory (default: DECONVJIT_CACHE_DIR or ~/.cache/deconvjit)");
   add_isa_option(*sub, a->isa);

@@ -6,6 +6,10 @@
 #include <fstream>
 #include <iterator>
 
+#if DECONVJIT_HAVE_ONNX
+#include "import/onnx_model.hpp"
+#endif
+
 namespace deconvjit::import {
 namespace {
 
@@ -52,10 +56,16 @@ std::vector<ImportedLayer> read_inputs(const std::vector<std::string>& paths) {
     } else if (ext == "xml") {
       items = read_openvino_ir(path);
     } else if (ext == "onnx") {
-      throw Error(Error::Kind::Unsupported, "'" + path + "': ONNX models are not supported yet; convert the "
-                                            "model to OpenVINO IR, or list its layers as JSON Lines");
+#if DECONVJIT_HAVE_ONNX
+      items = read_onnx(path);
+#else
+      throw Error(Error::Kind::Unsupported, "'" + path + "': this build of deconvjit has no ONNX support: rebuild "
+                                            "it with Debian's libonnx-dev and libprotobuf-dev installed, convert "
+                                            "the model to OpenVINO IR, or list its layers as JSON Lines");
+#endif
     } else {
-      throw Error(Error::Kind::InvalidArgument, "'" + path + "': unknown input type (expected .jsonl or .xml)");
+      throw Error(Error::Kind::InvalidArgument,
+                  "'" + path + "': unknown input type (expected .jsonl, .json, .ndjson, .xml or .onnx)");
     }
     all.insert(all.end(), std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
   }

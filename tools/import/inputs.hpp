@@ -1,5 +1,6 @@
 // Descriptor inputs for ahead-of-time compilation, chosen by file extension: JSON Lines (.jsonl, .json,
-// .ndjson) and OpenVINO IR (.xml). Shared by `deconvjit warm` and `deconvjit cache bench`.
+// .ndjson), OpenVINO IR (.xml) and, when built with libonnx-dev, ONNX (.onnx). Shared by `deconvjit warm`
+// and `deconvjit cache bench`.
 #pragma once
 
 #include <string>
