@@ -268,12 +268,29 @@ namespace {
 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
-// Zero columns that make every output pixel of a phase see all of the phase's taps: the leftmost output
-// reaches input floor((pb - (K-1)d)/s), the rightmost floor((Y-1+pb)/s).
+// The inputs [lo, hi] that output o's phase taps reach before any clipping to the input row; false when
+// the phase has no taps. (The phase test and the first tap are those of schedule.cpp's axis_taps.)
+bool full_tap_range(const Axis& x, int64_t o, int64_t& lo, int64_t& hi) {
+  const int64_t shifted = o + x.pad_begin;
+  const int64_t r = shifted - floor_div(shifted, x.stride) * x.stride;
+  for (int64_t k = 0; k < x.tap_k_step && k < x.kernel; ++k)
+    if ((k * x.dilation) % x.stride == r) {
+      hi = (shifted - k * x.dilation) / x.stride;  // exact: k is in o's phase
+      lo = hi - (x.kernel - 1 - k) / x.tap_k_step * x.tap_i_step;
+      return true;
+    }
+  return false;
+}
+
+// Zero columns that make every output pixel of a phase see all of the phase's taps: the first output of
+// each phase reaches furthest left, the last furthest right. (With K == s, no pixel is short of taps.)
 void choose_halo(Plan& pl, const TuningHints& h) {
   Axis& x = pl.axes[2];
-  const int64_t left = std::max<int64_t>(0, -floor_div(x.pad_begin - (x.kernel - 1) * x.dilation, x.stride));
-  const int64_t right = std::max<int64_t>(0, floor_div(x.out - 1 + x.pad_begin, x.stride) - (x.in - 1));
+  int64_t left = 0, right = 0, lo = 0, hi = 0;
+  for (int64_t o = 0; o < std::min(x.stride, x.out); ++o)
+    if (full_tap_range(x, o, lo, hi)) left = std::max(left, -lo);
+  for (int64_t o = std::max<int64_t>(0, x.out - x.stride); o < x.out; ++o)
+    if (full_tap_range(x, o, lo, hi)) right = std::max(right, hi - (x.in - 1));
   const bool possible = pl.algorithm != Algorithm::depthwise &&
                         pl.layout != LayoutPath::ncx_in_kernel && left + right > 0;
   check_hint(h.x_halo != 1 || possible, "x_halo needs a family other than depthwise, a source that "

@@ -1,8 +1,10 @@
-// 8x8 tiles in AVX registers (unpack, shuffle, lane permute), scalar only at ragged edges. AVX is below
+// 8x8 tiles in AVX registers (unpack, shuffle, lane permute), masked at ragged edges. AVX is below
 // the library's floor (AVX2 + FMA), so this is always available when a kernel runs.
 #include "runtime/transpose.hpp"
 
 #include <immintrin.h>
+
+#include <algorithm>
 
 namespace deconvjit::detail {
 namespace {
@@ -31,10 +33,20 @@ __attribute__((target("avx"))) void tile8(const float* in, int64_t is, float* ou
   _mm256_storeu_ps(out + 7 * os, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-void scalar(const float* in, int64_t is, float* out, int64_t os, int64_t r0, int64_t r1, int64_t c0,
-            int64_t c1) {
-  for (int64_t c = c0; c < c1; ++c)
-    for (int64_t r = r0; r < r1; ++r) out[c * os + r] = in[r * is + c];
+// A ragged tile: nr rows of nc columns (each at most 8) through the same register transpose, with masked
+// loads and stores so nothing outside the block is read or written. Element-by-element copies of the
+// edges cost as much as the tiles did (maskrcnn_mask rows are 28 pixels wide).
+__attribute__((target("avx2"))) void tile8_partial(const float* in, int64_t is, float* out, int64_t os,
+                                                   int64_t nr, int64_t nc) {
+  alignas(32) float rows[8][8];
+  alignas(32) float cols[8][8];
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i col_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nc)), lane);
+  const __m256i row_mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nr)), lane);
+  for (int64_t r = 0; r < 8; ++r)
+    _mm256_store_ps(rows[r], r < nr ? _mm256_maskload_ps(in + r * is, col_mask) : _mm256_setzero_ps());
+  tile8(&rows[0][0], 8, &cols[0][0], 8);
+  for (int64_t c = 0; c < nc; ++c) _mm256_maskstore_ps(out + c * os, row_mask, _mm256_load_ps(cols[c]));
 }
 
 }  // namespace
@@ -51,8 +63,11 @@ void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_
     for (int64_t r = 0; r < rf; r += 8)
       for (int64_t c = 0; c < cf; c += 8) tile8(in + r * is + c, is, out + c * os + r, os);
   }
-  scalar(in, is, out, os, rf, rows, 0, cols);
-  scalar(in, is, out, os, 0, rf, cf, cols);
+  if (rows > rf)
+    for (int64_t c = 0; c < cols; c += 8)
+      tile8_partial(in + rf * is + c, is, out + c * os + rf, os, rows - rf, std::min<int64_t>(8, cols - c));
+  if (cols > cf)
+    for (int64_t r = 0; r < rf; r += 8) tile8_partial(in + r * is + cf, is, out + cf * os + r, os, 8, cols - cf);
 }
 
 }  // namespace deconvjit::detail
