@@ -14,9 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
+#include <unordered_set>
 
 namespace deconvjit {
 namespace detail {
@@ -83,51 +85,102 @@ bool dir_usable(const std::string& dir, bool create) {
   return false;
 }
 
-enum class FileState { Absent, Ignored, Invalid, Read };
-
-struct FileRead {
-  FileState state = FileState::Absent;
-  std::string reason;
-  std::vector<uint8_t> bytes;
+// Directories found safe are remembered for the life of the process: checking costs a stat per
+// compile(). A directory that turns unsafe later is not noticed until a restart; that is acceptable
+// because each entry is still checked on its own (owner, mode, no link, checksums, key) before it runs.
+// A failed check is not remembered: it is done again on the next call.
+struct CheckedDirs {
+  std::mutex mu;
+  std::unordered_set<std::string> safe;
+  static CheckedDirs& instance() {
+    static CheckedDirs d;
+    return d;
+  }
 };
 
-void read_all(int fd, std::vector<uint8_t>& out, size_t size) {
-  out.resize(size);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::read(fd, out.data() + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
+bool dir_usable_cached(const std::string& dir) {
+  CheckedDirs& c = CheckedDirs::instance();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.safe.count(dir)) return true;
   }
-  out.resize(done);  // a read error or a file shrinking under us shows up as a truncated entry
+  if (!dir_usable(dir, true)) return false;
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.safe.insert(dir);
+  return true;
 }
 
-// Reads an entry without following links and only if this user alone could have written it.
-FileRead read_entry_file(const std::string& path) {
-  FileRead r;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+void forget_dir(const std::string& dir) {
+  CheckedDirs& c = CheckedDirs::instance();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.safe.erase(dir);
+}
+
+enum class FileState { Absent, Ignored, Invalid, Open };
+
+struct OpenedFile {
+  FileState state = FileState::Absent;
+  std::string reason;
+  FileDescriptor fd;
+  uint64_t size = 0;
+};
+
+// Opens an entry without following links, and only if this user alone could have written it.
+OpenedFile open_entry_file(const std::string& path) {
+  OpenedFile r;
+  r.fd = FileDescriptor(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (r.fd.get() < 0) {
     if (errno == ENOENT) return r;
     r.state = errno == ELOOP ? FileState::Ignored : FileState::Invalid;
     r.reason = errno == ELOOP ? "is a symbolic link" : "cannot be opened: " + errno_text();
     return r;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    r = {FileState::Invalid, "cannot be examined: " + errno_text(), {}};
+  r.state = FileState::Ignored;
+  if (::fstat(r.fd.get(), &st) != 0) {
+    r.state = FileState::Invalid;
+    r.reason = "cannot be examined: " + errno_text();
   } else if (!S_ISREG(st.st_mode)) {
-    r = {FileState::Ignored, "is not a regular file", {}};
+    r.reason = "is not a regular file";
   } else if (std::string why = ownership_problem(st); !why.empty()) {
-    r = {FileState::Ignored, "is " + why, {}};
+    r.reason = "is " + why;
   } else if (st.st_size > kMaxEntryBytes) {
-    r = {FileState::Invalid, "is too large to be an entry", {}};
+    r.state = FileState::Invalid;
+    r.reason = "is too large to be an entry";
   } else {
-    r.state = FileState::Read;
-    read_all(fd, r.bytes, static_cast<size_t>(st.st_size));
+    r.state = FileState::Open;
+    r.size = static_cast<uint64_t>(st.st_size);
   }
-  ::close(fd);
   return r;
+}
+
+// The front of an entry (everything before its code): one pread in the common case of a front that
+// fits the first page.
+std::vector<uint8_t> read_front(int fd, uint64_t file_bytes) {
+  std::vector<uint8_t> front(static_cast<size_t>(std::min<uint64_t>(file_bytes, kDiskCodeAlign)));
+  if (!pread_all(fd, front.data(), front.size(), 0)) throw std::runtime_error("truncated while reading");
+  const uint64_t need = entry_front_bytes(front.data(), front.size(), file_bytes);
+  if (need > front.size()) {
+    const size_t have = front.size();
+    front.resize(need);
+    if (!pread_all(fd, front.data() + have, need - have, have))
+      throw std::runtime_error("truncated while reading");
+  }
+  return front;
+}
+
+// Maps the code straight from the file, read+execute. Where the file system forbids executable
+// mappings (noexec), the code is read and copied into a W^X buffer instead. Throws deconvjit::Error
+// when neither works.
+std::unique_ptr<jit::CodeBuffer> map_code(int fd, const EntryView& v) {
+  try {
+    return std::make_unique<jit::CodeBuffer>(jit::CodeBuffer::FromFile{}, fd, v.code_offset, v.code_bytes);
+  } catch (const Error&) {
+    std::vector<uint8_t> code(static_cast<size_t>(v.code_bytes));
+    if (!pread_all(fd, code.data(), code.size(), v.code_offset))
+      throw Error(Error::Kind::Io, "cannot read the code: " + errno_text());
+    return std::make_unique<jit::CodeBuffer>(code.data(), code.size());
+  }
 }
 
 enum class EntryState { Absent, Ignored, Invalid, Valid };
@@ -136,10 +189,25 @@ struct Lookup {
   EntryState state = EntryState::Absent;
   std::string reason;
   ValidEntry entry;
+  std::unique_ptr<jit::CodeBuffer> code;
 };
 
+// Validates the front, maps the code and checks the code checksum over the mapped bytes, so what runs
+// is exactly what was checked. Throws std::runtime_error for a bad entry, deconvjit::Error when a good
+// one cannot be mapped.
+void load_checked(int fd, uint64_t file_bytes, const EntryExpectation& want, Lookup& l) {
+  const std::vector<uint8_t> front = read_front(fd, file_bytes);
+  const EntryView v = parse_entry_front(front.data(), file_bytes);
+  l.entry = check_entry(v, want, !build_has_id());
+  l.code = map_code(fd, v);
+  if (code_checksum(l.code->data(), l.code->size()) != v.code_sum) {
+    l.code.reset();  // never reachable from a kernel
+    throw std::runtime_error("checksum mismatch (corrupted code)");
+  }
+}
+
 Lookup lookup_entry(const std::string& path, const EntryExpectation& want) {
-  FileRead f = read_entry_file(path);
+  OpenedFile f = open_entry_file(path);
   Lookup l;
   l.reason = f.reason;
   if (f.state == FileState::Absent) return l;
@@ -151,21 +219,24 @@ Lookup lookup_entry(const std::string& path, const EntryExpectation& want) {
   l.state = EntryState::Invalid;
   if (f.state == FileState::Invalid) return l;
   try {
-    l.entry = validate_entry(f.bytes, want);
+    load_checked(f.fd.get(), f.size, want, l);
     l.state = EntryState::Valid;
+  } catch (const Error& e) {
+    l.reason = e.what();  // a valid entry this process cannot map: compile instead, keep the entry
+    l.state = EntryState::Ignored;
   } catch (const std::exception& e) {
     l.reason = e.what();
   }
   return l;
 }
 
-KernelPtr map_entry(const Problem& p, ValidEntry&& v) {
+KernelPtr make_kernel(const Problem& p, Lookup&& l) {
   auto k = std::make_shared<CompiledKernel>();
   k->problem = p;
-  k->plan = std::move(v.plan);
-  k->code = std::make_unique<jit::CodeBuffer>(v.code.data(), v.code.size());  // RW copy, then RX
+  k->plan = std::move(l.entry.plan);
+  k->code = std::move(l.code);
   for (int kind = 0; kind < 2; ++kind)
-    for (size_t off : v.entries[kind])
+    for (size_t off : l.entry.entries[kind])
       k->fns[kind].push_back(reinterpret_cast<jit::KernelFn>(
           reinterpret_cast<uintptr_t>(k->code->data() + off)));
   k->schedule = build_schedule(k->plan);
@@ -173,6 +244,23 @@ KernelPtr map_entry(const Problem& p, ValidEntry&& v) {
   return k;
 }
 
+// The whole file, for `cache ls/verify`.
+struct FileRead {
+  FileState state = FileState::Absent;
+  std::string reason;
+  std::vector<uint8_t> bytes;
+};
+
+FileRead read_entry_file(const std::string& path) {
+  OpenedFile f = open_entry_file(path);
+  FileRead r{f.state, f.reason, {}};
+  if (f.state == FileState::Open) {
+    r.bytes.resize(static_cast<size_t>(f.size));
+    // A read error or a file shrinking under us shows up as a truncated entry.
+    if (!pread_all(f.fd.get(), r.bytes.data(), r.bytes.size(), 0)) r.bytes.clear();
+  }
+  return r;
+}
 
 // A name no other thread or process will pick: pid, a per-process random value and a counter.
 std::string temp_name(const std::string& dir, const std::string& file) {
@@ -208,12 +296,29 @@ void write_entry(const std::string& dir, const std::string& file, const std::vec
   }
 }
 
+bool dir_vanished(const std::string& dir) {
+  struct stat st;
+  return ::stat(dir.c_str(), &st) != 0 && errno == ENOENT;
+}
+
 void store(const std::string& dir, const std::string& file, const CompiledKernel& k, Isa isa,
            const TuningHints& hints, const std::string& key) {
-  try {
-    write_entry(dir, file, encode_entry(k, isa, hints, key));
-  } catch (const std::exception& e) {
-    warn_once("write:" + dir, std::string("kernel cache: ") + e.what());
+  const std::vector<uint8_t> bytes = encode_entry(k, isa, hints, key);
+  for (int attempt = 0;; ++attempt) {
+    try {
+      write_entry(dir, file, bytes);
+      return;
+    } catch (const std::exception& e) {
+      // The directory was checked once for this process; if it has been removed since, check (and
+      // create) it again, once.
+      if (attempt == 0 && dir_vanished(dir)) {
+        forget_dir(dir);
+        if (dir_usable_cached(dir)) continue;
+        return;
+      }
+      warn_once("write:" + dir, std::string("kernel cache: ") + e.what());
+      return;
+    }
   }
 }
 
@@ -243,7 +348,7 @@ DiskCacheEntry describe_entry(const std::string& dir, const std::string& name) {
   struct stat st;
   if (::lstat(out.path.c_str(), &st) == 0) out.file_size = static_cast<uint64_t>(st.st_size);
   const FileRead f = read_entry_file(out.path);
-  if (f.state != FileState::Read) {
+  if (f.state != FileState::Open) {
     out.error = (f.state == FileState::Ignored ? "ignored: it " : "unreadable: it ") + f.reason;
     return out;
   }
@@ -256,7 +361,7 @@ DiskCacheEntry describe_entry(const std::string& dir, const std::string& name) {
     out.code_size = c.code_size;
     const EntryExpectation want = expectation_from_claims(c);
     if (entry_file_name(want.key) != name) throw std::runtime_error("file name does not match its key");
-    validate_entry(f.bytes, want);
+    verify_entry(f.bytes, want);
     out.valid = true;
   } catch (const std::exception& e) {
     out.error = e.what();
@@ -266,6 +371,12 @@ DiskCacheEntry describe_entry(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
+void forget_checked_dirs() {
+  CheckedDirs& c = CheckedDirs::instance();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.safe.clear();
+}
+
 std::string disk_cache_dir(const Options& o) {
   if (!o.use_disk_cache) return "";
   return o.cache_dir ? *o.cache_dir : default_cache_dir();
@@ -273,18 +384,11 @@ std::string disk_cache_dir(const Options& o) {
 
 KernelPtr build_or_load(const Problem& p, Isa isa, const Options& o) {
   const std::string dir = disk_cache_dir(o);
-  if (dir.empty() || !dir_usable(dir, true)) return build_kernel(p, make_plan(p, isa, o.hints));
+  if (dir.empty() || !dir_usable_cached(dir)) return build_kernel(p, make_plan(p, isa, o.hints));
   const EntryExpectation want{p, isa, o.hints, disk_key(p.canonical, isa, o.hints)};
   const std::string file = entry_file_name(want.key);
   Lookup l = lookup_entry(dir + '/' + file, want);
-  if (l.state == EntryState::Valid) {
-    try {
-      return map_entry(p, std::move(l.entry));
-    } catch (const std::exception& e) {
-      l.reason = e.what();  // could not map it: compile instead, and keep the (valid) entry
-      l.state = EntryState::Ignored;
-    }
-  }
+  if (l.state == EntryState::Valid) return make_kernel(p, std::move(l));
   if (verbose() && l.state != EntryState::Absent)
     std::fprintf(stderr, "deconvjit: disk cache entry %s/%s not used: %s\n", dir.c_str(), file.c_str(),
                  l.reason.c_str());

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace deconvjit::detail {
 
@@ -21,5 +22,37 @@ inline bool write_all(int fd, const void* data, size_t left) {
   }
   return true;
 }
+
+// pread(2) until `bytes` are read; false on an error or an early end of file.
+inline bool pread_all(int fd, void* data, size_t bytes, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    offset += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Closes a descriptor when it goes out of scope.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd = -1) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(FileDescriptor&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FileDescriptor& operator=(FileDescriptor&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 }  // namespace deconvjit::detail

@@ -1,7 +1,8 @@
 // The on-disk kernel cache through the library API: store, load, every way an entry can be wrong, and the
-// permission rules. Entry edits that must survive the checksum re-seal the entry (reseal()).
+// permission rules. Entry edits that must survive the checksums re-seal the entry (edit_parts, set_field).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -49,31 +50,33 @@ void write_bytes(const std::string& path, const Bytes& b) {
       .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
-uint32_t meta_bytes(const Bytes& b) {
-  uint32_t n;
-  std::memcpy(&n, b.data() + 12, 4);
-  return n;
+// Decodes an intact entry, lets `edit` change what it holds, and encodes it again with valid checksums:
+// the entry is intact, only its claims changed.
+Bytes edit_parts(const Bytes& b, const std::function<void(detail::EntryParts&)>& edit) {
+  detail::EntryParts parts = detail::decode_entry(b);
+  edit(parts);
+  return detail::encode_parts(parts);
 }
 
-nlohmann::ordered_json read_meta(const Bytes& b) {
-  const auto* p = reinterpret_cast<const char*>(b.data() + detail::kDiskHeaderBytes);
-  return nlohmann::ordered_json::parse(p, p + meta_bytes(b));
+// Overwrites a header field in place; `reseal` recomputes the checksums, so only the structural checks
+// behind them can catch the edit.
+template <typename T>
+Bytes set_field(Bytes b, size_t offset, T value, bool reseal = false) {
+  std::memcpy(b.data() + offset, &value, sizeof value);
+  if (reseal) detail::seal_entry(b);
+  return b;
 }
 
-// Replaces the metadata and recomputes the checksum: the entry is intact, only its claims changed.
-Bytes reseal(const Bytes& b, const std::string& text) {
-  constexpr size_t head = detail::kDiskHeaderBytes;
-  const uint32_t n = static_cast<uint32_t>(text.size());
-  const size_t code = b.size() - head - meta_bytes(b);
-  Bytes out(head + text.size() + code);
-  std::memcpy(out.data(), b.data(), head);
-  std::memcpy(out.data() + 12, &n, 4);
-  std::memcpy(out.data() + head, text.data(), text.size());
-  std::memcpy(out.data() + head + text.size(), b.data() + head + meta_bytes(b), code);
-  const uint64_t sum = detail::entry_checksum(out.data(), out.data() + detail::kDiskHeaderBytes,
-                                              out.size() - detail::kDiskHeaderBytes);
-  std::memcpy(out.data() + 24, &sum, 8);
-  return out;
+uint64_t u64_at(const Bytes& b, size_t offset) {
+  uint64_t v;
+  std::memcpy(&v, b.data() + offset, sizeof v);
+  return v;
+}
+constexpr size_t kCodeOffsetField = 32, kCodeBytesField = 40, kMetaBytesField = 88;
+
+size_t meta_offset(const Bytes& b) {
+  const std::string text(b.begin(), b.end());
+  return text.find("{\"format\":");
 }
 
 mode_t mode_of(const std::string& path) {
@@ -144,11 +147,16 @@ TEST_F(DiskCache, StoresPrivateEntryThenLoadsIdenticalKernel) {
   EXPECT_EQ(run(loaded), expected());  // bitwise
 }
 
-TEST_F(DiskCache, LoadedCodeIsNeverWritable) {
+// The loaded code is mapped straight from the entry file, read+execute and never writable; on a noexec
+// file system it is copied into an anonymous W^X mapping instead.
+TEST_F(DiskCache, LoadedCodeIsMappedFromTheEntryAndNeverWritable) {
   compile_here();
   const Kernel loaded = compile_here();
   ASSERT_EQ(loaded.compile_ms(), 0.0);
   const auto addr = reinterpret_cast<uintptr_t>(loaded.code());
+  EXPECT_EQ(addr % 4096, 0u);
+  struct statvfs fs_info {};
+  const bool noexec = ::statvfs(dir_.c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_NOEXEC);
   std::ifstream maps("/proc/self/maps");
   std::string line;
   bool found = false;
@@ -158,8 +166,27 @@ TEST_F(DiskCache, LoadedCodeIsNeverWritable) {
     if (std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) != 3 || addr < lo || addr >= hi) continue;
     found = true;
     EXPECT_STREQ(perms, "r-xp") << line;
+    if (!noexec) EXPECT_NE(line.find(fs::path(entry_path()).filename().string()), std::string::npos) << line;
   }
   EXPECT_TRUE(found);
+}
+
+// An entry rewritten (atomically) while a process runs a kernel mapped from it does not disturb that
+// kernel: the mapping keeps the old file.
+TEST_F(DiskCache, RewritingAnEntryLeavesMappedKernelsIntact) {
+  compile_here();
+  const Kernel loaded = compile_here();
+  ASSERT_EQ(loaded.compile_ms(), 0.0);
+  const Bytes before(loaded.code(), loaded.code() + loaded.code_size());
+  Bytes bad = read_bytes(entry_path());
+  bad[bad.size() - 1] ^= 0xff;
+  const std::string tmp = dir_ + "/.replacement";
+  write_bytes(tmp, bad);
+  ::chmod(tmp.c_str(), 0600);
+  fs::rename(tmp, entry_path());
+  EXPECT_EQ(Bytes(loaded.code(), loaded.code() + loaded.code_size()), before);
+  EXPECT_EQ(run(loaded), expected());
+  EXPECT_GT(compile_here().compile_ms(), 0.0);  // the new file is rejected (code checksum) and rewritten
 }
 
 TEST_F(DiskCache, DisabledByEmptyDirectoryOrOption) {
@@ -219,56 +246,54 @@ struct Corruption {
   const char* reason;
 };
 
-Bytes edit_meta(const Bytes& b, const std::function<void(nlohmann::ordered_json&)>& edit) {
-  nlohmann::ordered_json meta = read_meta(b);
-  edit(meta);
-  return reseal(b, meta.dump());
-}
+void PrintTo(const Corruption& c, std::ostream* os) { *os << c.name; }
 
 std::vector<Corruption> corruptions() {
-  const char* other_isa = isa_available(Isa::avx512_core) ? "avx2" : "avx512_core";
+  const uint32_t other_isa = isa_available(Isa::avx512_core) ? 1 : 2;  // the format's ISA codes
+  auto edit = [](std::function<void(detail::EntryParts&)> f) {
+    return [f](const Bytes& b) { return edit_parts(b, f); };
+  };
+  auto in_key = [](const char* from, const char* to) {
+    return [from, to](detail::EntryParts& p) { p.key.replace(p.key.find(from), std::strlen(from), to); };
+  };
   return {
       {"truncated_to_half", [](const Bytes& b) { return Bytes(b.begin(), b.begin() + b.size() / 2); }, "truncated"},
       {"truncated_in_header", [](const Bytes& b) { return Bytes(b.begin(), b.begin() + 10); }, "truncated"},
+      {"truncated_by_one_code_byte", [](const Bytes& b) { return Bytes(b.begin(), b.end() - 1); }, "truncated"},
+      {"padded", [](Bytes b) { b.push_back(0); return b; }, "padded"},
       {"empty", [](const Bytes&) { return Bytes{}; }, "truncated"},
-      {"code_byte_flipped", [](Bytes b) { b[b.size() - 5] ^= 0x40; return b; }, "checksum"},
-      {"metadata_byte_flipped", [](Bytes b) { b[detail::kDiskHeaderBytes + 3] ^= 0x01; return b; }, "checksum"},
+      {"code_byte_flipped", [](Bytes b) { b[b.size() - 5] ^= 0x40; return b; }, "corrupted code"},
+      {"first_code_byte_flipped", [](Bytes b) { b[u64_at(b, kCodeOffsetField)] ^= 1; return b; }, "corrupted code"},
+      {"key_byte_flipped", [](Bytes b) { b[detail::kDiskHeaderBytes + 3] ^= 0x01; return b; }, "checksum mismatch (corrupted entry)"},
+      {"metadata_byte_flipped", [](Bytes b) { b[meta_offset(b) + 2] ^= 0x01; return b; }, "checksum mismatch (corrupted entry)"},
       {"bad_magic", [](Bytes b) { b[0] = 'X'; return b; }, "magic"},
-      {"other_library_version",
-       [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["library_version"] = "0.0.0-other"; }); },
-       "built by deconvjit 0.0.0-other"},
-      {"other_build_of_this_version",
-       [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["build_id"] = "another-build"; }); },
-       "another build"},
-      {"key_of_another_problem",
-       [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["key"] = "something else"; }); }, "key"},
-      {"descriptor_of_another_problem",
+      {"format_1_entry", [](const Bytes& b) { return set_field<uint32_t>(b, 8, 1); }, "another format version"},
+      {"code_offset_past_eof",
+       [](const Bytes& b) { return set_field<uint64_t>(b, kCodeOffsetField, u64_at(b, kCodeOffsetField) + (1u << 20)); },
+       "truncated or padded"},
+      {"code_size_past_eof", [](const Bytes& b) { return set_field<uint64_t>(b, kCodeBytesField, uint64_t{1} << 40); },
+       "truncated or padded"},
+      {"code_size_wraps", [](const Bytes& b) { return set_field<uint64_t>(b, kCodeBytesField, ~uint64_t{0}); },
+       "truncated or padded"},
+      {"code_offset_not_page_aligned",
        [](const Bytes& b) {
-         return edit_meta(b, [](auto& m) {
-           std::string d = m["descriptor"];
-           d.replace(d.find("[2,6,5,7]"), 9, "[2,6,5,8]");
-           m["descriptor"] = d;
-         });
+         const uint64_t off = u64_at(b, kCodeOffsetField) - 8;
+         return set_field<uint64_t>(set_field<uint64_t>(b, kCodeOffsetField, off), kCodeBytesField, b.size() - off);
        },
-       "descriptor"},
-      {"isa_edited", [other_isa](const Bytes& b) { return edit_meta(b, [&](auto& m) { m["isa"] = other_isa; }); },
-       "ISA"},
-      {"needs_cpu_feature_this_cpu_lacks",
-       [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["cpu_features"].push_back("amx_tile"); }); },
-       "lacks feature amx_tile"},
-      {"stale_plan",
-       [](const Bytes& b) {
-         return edit_meta(b, [](auto& m) {
-           std::string plan = m["plan"];
-           plan.replace(plan.find("\"ur_w\":"), 7, "\"ur_w\":9");
-           m["plan"] = plan;
-         });
-       },
-       "plan"},
-      {"entry_offset_outside_code",
-       [](const Bytes& b) { return edit_meta(b, [](auto& m) { m["entries"][0][0] = 1u << 30; }); }, "outside"},
-      {"metadata_without_fields", [](const Bytes& b) { return reseal(b, "{}"); }, "missing"},
-      {"metadata_not_json", [](const Bytes& b) { return reseal(b, "not json at all"); }, "not a JSON object"},
+       "page boundary"},
+      {"sections_overrun_the_code",
+       [](const Bytes& b) { return set_field<uint32_t>(b, kMetaBytesField, 1u << 16, /*reseal=*/true); }, "overrun"},
+      {"other_library_version", edit([](auto& p) { p.version = "0.0.0-other"; }), "built by deconvjit 0.0.0-other"},
+      {"other_build_of_this_version", edit([](auto& p) { p.build_id = "another-build"; }), "another build"},
+      {"key_of_another_problem", edit([](auto& p) { p.key = "something else"; }), "key"},
+      {"descriptor_of_another_problem", edit(in_key("[2,6,5,7]", "[2,6,5,8]")), "key does not match"},
+      {"hints_of_another_request", edit(in_key("\"ur_w\":0", "\"ur_w\":3")), "key does not match"},
+      {"isa_edited", edit([other_isa](auto& p) { p.isa = other_isa; }), "ISA"},
+      {"needs_cpu_feature_this_cpu_lacks", edit([](auto& p) { p.features |= 1u << 31; }), "lacks feature"},
+      {"cpu_features_not_those_of_the_isa", edit([](auto& p) { p.features &= ~1u; }), "do not match ISA"},
+      {"stale_plan", edit([](auto& p) { p.kernel += "_older"; }), "plan"},
+      {"entry_offset_outside_code", edit([](auto& p) { p.entries[0][0] = 1u << 30; }), "outside"},
+      {"entry_point_missing", edit([](auto& p) { p.entries[1].pop_back(); }), "the plan needs"},
   };
 }
 
@@ -346,6 +371,7 @@ TEST_F(DiskCache, UnsafeDirectoryTurnsTheCacheOff) {
   compile_here();
   const std::string path = entry_path();
   ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  detail::forget_checked_dirs();  // a directory is checked once per process: be a new process
   fs::remove(path);
   ::testing::internal::CaptureStderr();
   const Kernel k = compile_here();
@@ -358,6 +384,7 @@ TEST_F(DiskCache, UnsafeDirectoryTurnsTheCacheOff) {
   ASSERT_EQ(::chmod(dir_.c_str(), 0700), 0);
   compile_here();  // stores again
   ASSERT_EQ(::chmod(dir_.c_str(), 0770), 0);
+  detail::forget_checked_dirs();
   EXPECT_GT(compile_here().compile_ms(), 0.0);  // a valid entry in an unsafe directory is not loaded
   const auto listed = disk_cache_entries(dir_);
   ASSERT_EQ(listed.size(), 1u);
@@ -372,6 +399,76 @@ TEST_F(DiskCache, CreatesMissingParentsPrivately) {
   EXPECT_EQ(mode_of(root_ + "/a"), 0700u);
   EXPECT_EQ(mode_of(root_ + "/a/b/c"), 0700u);
   EXPECT_TRUE(disk_cache_lookup(problem(), o).usable);
+}
+
+// The directory is checked once per process; one removed while the process runs is created again.
+TEST_F(DiskCache, DirectoryRemovedWhileRunningIsCreatedAgain) {
+  compile_here();
+  fs::remove_all(dir_);
+  ::testing::internal::CaptureStderr();
+  EXPECT_GT(compile_here().compile_ms(), 0.0);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(mode_of(dir_), 0700u);
+  EXPECT_TRUE(disk_cache_lookup(problem(), options()).usable);
+  EXPECT_EQ(compile_here().compile_ms(), 0.0);
+}
+
+// The loader never reads the JSON metadata; `cache ls/verify` show it, so verify flags metadata that
+// disagrees with the entry while compile() still loads the (intact, matching) code.
+TEST_F(DiskCache, MetadataIsForToolsOnly) {
+  compile_here();
+  const std::string path = entry_path();
+  const Bytes good = read_bytes(path);
+  const std::vector<std::pair<std::function<void(std::string&)>, const char*>> edits = {
+      {[](std::string& m) { m = "{}"; }, "is missing"},
+      {[](std::string& m) { m = "not json"; }, "not a JSON object"},
+      {[](std::string& m) { m.replace(m.find("[2,6,5,7]", m.find("\"descriptor\":")), 9, "[2,6,5,8]"); },
+       "file name does not match"},
+      {[](std::string& m) { m.replace(m.find("[2,6,5,7]"), 9, "[2,6,5,8]"); }, "disagrees with the header: key"},
+      {[](std::string& m) { m.replace(m.find("\"kernel\":\""), 10, "\"kernel\":\"x"); }, "disagrees"},
+  };
+  for (const auto& [edit, reason] : edits) {
+    write_bytes(path, edit_parts(good, [&](detail::EntryParts& p) { edit(p.meta); }));
+    EXPECT_EQ(compile_here().compile_ms(), 0.0) << reason;
+    const auto listed = disk_cache_entries(dir_);
+    ASSERT_EQ(listed.size(), 1u);
+    EXPECT_FALSE(listed[0].valid);
+    EXPECT_NE(listed[0].error.find(reason), std::string::npos) << listed[0].error;
+  }
+}
+
+TEST(DiskCacheKey, HintsTextIsTheirSortedJson) {
+  TuningHints h;
+  std::vector<TuningHints> all = {h};
+  h.ur_w = 4, h.oc_vectors = 2, h.ic_unroll = 8, h.x_split = 3, h.ic_block = 16, h.x_halo = 1;
+  h.algorithm = "gemm", h.layout = "row_buffer";
+  all.push_back(h);
+  h.algorithm = "we\"ird\\", h.layout = "tab\there";  // escaped by JSON: the slow path
+  all.push_back(h);
+  for (const TuningHints& t : all) {
+    const nlohmann::json j{{"ur_w", t.ur_w},         {"oc_vectors", t.oc_vectors}, {"ic_unroll", t.ic_unroll},
+                           {"x_split", t.x_split},   {"algorithm", t.algorithm},   {"layout", t.layout},
+                           {"x_halo", t.x_halo},     {"ic_block", t.ic_block}};
+    EXPECT_EQ(detail::hints_text(t), j.dump());
+  }
+}
+
+// The stored plan hash guards builds without a build id (where the planner may change while the
+// version does not); with an id, equal ids already mean the same planner.
+TEST_F(DiskCache, PlanHashIsCheckedWhenAsked) {
+  compile_here();
+  const Bytes stale = edit_parts(read_bytes(entry_path()), [](detail::EntryParts& p) { p.plan_sum ^= 1; });
+  const Problem pr = resolve(problem());
+  const Isa isa = resolve_isa(Isa::best);
+  const detail::EntryExpectation want{pr, isa, {}, detail::disk_key(pr.canonical, isa, {})};
+  const detail::EntryView v = detail::parse_entry_front(stale.data(), stale.size());
+  EXPECT_NO_THROW(detail::check_entry(v, want, /*compare_plan_hash=*/false));
+  try {
+    detail::check_entry(v, want, /*compare_plan_hash=*/true);
+    ADD_FAILURE() << "a stale plan hash was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("stored plan differs"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(DiskCache, ConcurrentWritersLeaveOneValidEntryAndNoTemporaries) {
