@@ -23,5 +23,6 @@ EmittedCode emit_kernel(const detail::Plan& plan);
 EmittedCode emit_direct(const detail::Plan& plan);  // direct, gemm, depthwise
 EmittedCode emit_dot(const detail::Plan& plan);     // dot
 EmittedCode emit_depthwise_x(const detail::Plan& plan);  // depthwise_x
+EmittedCode emit_gemm_x(const detail::Plan& plan);       // gemm_x
 
 }  // namespace deconvjit::jit

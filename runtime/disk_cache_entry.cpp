@@ -120,11 +120,8 @@ void check_identity(const EntryView& v, const EntryExpectation& want) {
   if (v.key != want.key) reject("key does not match the requested kernel");
 }
 
-// The functions the emitter makes per block kind, which the executor indexes without checking: one per
-// block width, except for depthwise_x (one function per kind: jit/deconv_depthwise_x.cpp).
-uint32_t functions_per_kind(const Plan& plan) {
-  return plan.algorithm == Algorithm::depthwise_x ? 1 : static_cast<uint32_t>(plan.ur_w);
-}
+// The functions the emitter makes per block kind, which the executor indexes without checking.
+uint32_t functions_per_kind(const Plan& plan) { return static_cast<uint32_t>(plan.functions_per_kind()); }
 
 std::vector<size_t> check_offsets(const EntryView& v, int kind, const Plan& plan) {
   if (v.entry_count[kind] != functions_per_kind(plan))

@@ -229,6 +229,39 @@ void run_depthwise_x(const CompiledKernel& k, const float* src, const float* pac
   tbb::parallel_for(int64_t{0}, tasks, task);
 }
 
+// gemm_x: a task is one row group (Plan::rows_per_block input rows) of one plane of one image, for one
+// block of output channels; the row groups of a plane run back to back, so the block's weights stay hot.
+void run_gemm_x(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+  const Plan& pl = k.plan;
+  const auto& a = pl.axes;
+  const int64_t groups = a[1].in / pl.rows_per_block, planes = a[0].in;
+  const int64_t block_floats = pl.ic_per_group * pl.main.wei_k_floats;
+  auto task = [&](int64_t t) {
+    int64_t g, iz, ob, n;
+    if (pl.oc_inner) {
+      ob = t % pl.oc_blocks, g = t / pl.oc_blocks % groups, iz = t / pl.oc_blocks / groups % planes;
+      n = t / pl.oc_blocks / groups / planes;
+    } else {
+      g = t % groups, iz = t / groups % planes, ob = t / groups / planes % pl.oc_blocks;
+      n = t / groups / planes / pl.oc_blocks;
+    }
+    const int64_t iy = g * pl.rows_per_block;
+    jit::KernelArgs args{};
+    args.src = src + n * pl.src_n + (iz * a[1].in + iy) * a[2].in;
+    args.wei = packed + ob * block_floats;
+    args.dst = dst + n * pl.dst_n + ob * pl.main.vectors * pl.dst_c +
+               (a[0].stride * iz * a[1].out + a[1].stride * iy) * a[2].out;
+    args.nblocks = 1;
+    k.fns[ob == pl.oc_blocks - 1 ? 1 : 0][0](&args);
+  };
+  const int64_t tasks = pl.batch * pl.oc_blocks * planes * groups;
+  if (!pl.parallel) {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+    return;
+  }
+  tbb::parallel_for(int64_t{0}, tasks, task);
+}
+
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.
 struct HaloMap {
   int64_t x = 1, left = 0, right = 0;
@@ -299,6 +332,7 @@ void prepare_src(const CompiledKernel& k, const float* src, float* out) {
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
   if (k.plan.algorithm == Algorithm::depthwise_x) return run_depthwise_x(k, src, packed, dst);
+  if (k.plan.algorithm == Algorithm::gemm_x) return run_gemm_x(k, src, packed, dst);
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;
   if (k.plan.copies_src()) {

@@ -54,6 +54,18 @@ void pack_depthwise_x(const Plan& pl, const UserWeights& uw, const std::array<in
   });
 }
 
+// gemm_x: [channel block][ic][block's oc][kz][ky][kx], the order of the kernel's broadcasts.
+void pack_gemm_x(const Plan& pl, const UserWeights& uw, float* out) {
+  const int64_t per_channel = uw.taps, cb = pl.main.vectors;
+  tbb::parallel_for(int64_t{0}, pl.oc_blocks, [&](int64_t b) {
+    const int64_t channels = b == pl.oc_blocks - 1 ? pl.last.vectors : cb;
+    float* dst = out + b * pl.ic_per_group * pl.main.wei_k_floats;
+    for (int64_t ic = 0; ic < pl.ic_per_group; ++ic)
+      for (int64_t oc = b * cb; oc < b * cb + channels; ++oc)
+        for (int64_t k = 0; k < per_channel; ++k) *dst++ = uw.at(0, ic, oc, k);
+  });
+}
+
 }  // namespace
 
 void pack_weights_into(const CompiledKernel& k, const float* weights, float* out) {
@@ -65,6 +77,7 @@ void pack_weights_into(const CompiledKernel& k, const float* weights, float* out
                        kd[0] * kd[1] * kd[2]};
   if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
   if (pl.algorithm == Algorithm::depthwise_x) return pack_depthwise_x(pl, uw, kd, out);
+  if (pl.algorithm == Algorithm::gemm_x) return pack_gemm_x(pl, uw, out);
   const bool gemm = pl.algorithm == Algorithm::gemm;
   const bool depthwise = pl.algorithm == Algorithm::depthwise;
   const int64_t kx_v = pl.axes[2].kernel;  // 1 when x is folded into the channels

@@ -75,10 +75,12 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
       gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
-                   h.algorithm == "dot" || h.algorithm == "depthwise_x",
+                   h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x",
                "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot, "
-               "depthwise_x)");
-    if (h.algorithm == "depthwise_x") return Algorithm::depthwise;  // the family; choose_layout decides
+               "depthwise_x, gemm_x)");
+    // The NCX-native families: choose_layout decides whether they apply.
+    if (h.algorithm == "depthwise_x") return Algorithm::depthwise;
+    if (h.algorithm == "gemm_x") return Algorithm::gemm;
     check_hint(h.algorithm != "dot" || p.c_out_per_group() <= kDotMaxOc,
                "algorithm dot needs at most " + std::to_string(kDotMaxOc) + " output channels per group");
     if (h.algorithm == "dot") return Algorithm::dot;
@@ -99,7 +101,8 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family) {
   if (p.data_format == DataFormat::NXC) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
-    check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x is for NCX data");
+    check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x",
+               "algorithms depthwise_x and gemm_x are for NCX data");
     return LayoutPath::nxc;
   }
   if (family == Algorithm::dot) {
@@ -108,11 +111,19 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_src_copy;
   }
   check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
-  const bool native_wanted = h.algorithm == "depthwise_x" || (h.algorithm.empty() && h.layout.empty());
-  if (family == Algorithm::depthwise && native_wanted && depthwise_x_applies(p, isa)) {
+  const bool by_default = h.algorithm.empty() && h.layout.empty();
+  if (family == Algorithm::depthwise && (by_default || h.algorithm == "depthwise_x") &&
+      depthwise_x_applies(p, isa)) {
     check_hint(h.layout.empty(), "algorithm depthwise_x reads and writes NCX itself (no layout hint)");
     return LayoutPath::ncx_native;
   }
+  if (((by_default && gemm_x_preferred(p)) || h.algorithm == "gemm_x") && gemm_x_applies(p, isa)) {
+    check_hint(h.layout.empty(), "algorithm gemm_x reads and writes NCX itself (no layout hint)");
+    return LayoutPath::ncx_native;
+  }
+  check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, G=1, kernel == stride "
+                                      "on every axis with no pads, dilation or output padding, and "
+                                      "stride 2 on x");
   check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "
                                            "group, x dilation 1 and an x stride dividing the vector "
                                            "lanes");
@@ -227,6 +238,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
   if (pl.block_over_batch) os << "_nblk";
   if (pl.has_halo()) os << "_halo";
+  if (pl.rows_per_block > 1) os << "_rows" << pl.rows_per_block;
   if (pl.ic_blocks > 1) os << "_icb" << pl.ic_block;
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
@@ -241,6 +253,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::depthwise: return "depthwise";
     case Algorithm::dot: return "dot";
     case Algorithm::depthwise_x: return "depthwise_x";
+    case Algorithm::gemm_x: return "gemm_x";
   }
   return "?";
 }
@@ -260,6 +273,8 @@ const char* to_string(LayoutPath l) {
 int64_t Plan::packed_weights_floats() const {
   if (algorithm == Algorithm::depthwise_x)  // per channel: [kz][ky][x tap][lane]
     return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
+  if (algorithm == Algorithm::gemm_x)  // per channel block: [ic][block's (oc, kz, ky, kx)]
+    return ic_per_group * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
   return groups * taps * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
 }
@@ -392,7 +407,10 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   const Algorithm family = choose_algorithm(p, x, LayoutPath::nxc, h);
   pl.layout = choose_layout(p, isa, h, family);
   if (pl.layout == LayoutPath::ncx_native) {
-    plan_depthwise_x(pl, p, h);
+    if (family == Algorithm::depthwise)
+      plan_depthwise_x(pl, p, h);
+    else
+      plan_gemm_x(pl, p, h);
     pl.name = make_name(pl, p);
     pl.packing = pl.packing_signature();
     return pl;
@@ -466,6 +484,10 @@ std::string Plan::to_json() const {
   j["ic_vectors"] = ic_vectors;
   j["ic_tail_lanes"] = ic_tail_lanes;
   if (algorithm == Algorithm::depthwise_x) j["channels_per_call"] = channels_per_call;
+  if (algorithm == Algorithm::gemm_x) {
+    j["rows_per_block"] = rows_per_block;
+    j["oc_inner"] = oc_inner;
+  }
   for (int i = 0; i < 3; ++i) {
     const Axis& a = axes[i];
     j["axes"].push_back({{"in", a.in}, {"kernel", a.kernel}, {"stride", a.stride},

@@ -20,12 +20,14 @@ namespace deconvjit::detail {
 // depthwise_x: depthwise on NCX data with the vector along output x. Within a vector every lane keeps
 //              one x phase, so a lane-permuted input vector times a per-lane weight vector does one tap
 //              for all phases at once; no layout copies.
-enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x };
+// gemm_x:      NCX with K == s on every axis (no pads): a GEMM with the vector along input x, each
+//              output row pair written by interleaving the two x phases.
+enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x };
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
 // src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
-// native: the kernel reads and writes NCX itself (depthwise_x).
+// native: the kernel reads and writes NCX itself (depthwise_x, gemm_x).
 enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_native };
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
@@ -79,6 +81,8 @@ struct Plan {
   int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
   int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row)
+  int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows)
+  bool oc_inner = false;          // gemm_x: tasks walk the channel blocks of a row group back to back
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real lanes of the last input-channel vector (0 = all)
   BlockKind main, last;         // last == main when there is no tail
@@ -107,6 +111,10 @@ struct Plan {
   // same signature (say, another batch size); any other kernel must refuse them.
   std::string packing_signature() const;
   std::string to_json() const;
+  // Generated functions per block kind: one per block width for the row families, one for the NCX-native.
+  int functions_per_kind() const {
+    return algorithm == Algorithm::depthwise_x || algorithm == Algorithm::gemm_x ? 1 : ur_w;
+  }
 };
 
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
@@ -119,7 +127,10 @@ constexpr double kSerialFlops = 2e6;
 constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
 bool depthwise_x_applies(const Problem& p, Isa isa);
+bool gemm_x_applies(const Problem& p, Isa isa);
+bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
 // Fills the tile, threading and strides of the depthwise_x family (make_plan adds name and packing).
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h);
+void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_gemm_x.cpp
 
 }  // namespace deconvjit::detail

@@ -164,6 +164,52 @@ TEST_P(KernelCases, DepthwiseAlongX) {
   EXPECT_EQ(plan_of(dilated).at("algorithm"), "depthwise");
 }
 
+// NCX with K == s and no pads: the GEMM along x (AVX-512). Rows of one vector stacked 3 and 2 at a time,
+// ragged rows (masked loads, stores of half vectors), channel tails, 1D and 3D, both task orders (an
+// image's source larger than L2 switches to channel blocks innermost), and a forced hint on a problem the
+// heuristic leaves to the row buffer.
+TEST_P(KernelCases, GemmAlongX) {
+  const bool z = GetParam() == Isa::avx512_core;
+  auto k2 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NCX);
+  };
+  struct Case { int64_t ci, co, n; V in; };
+  const Case cases[] = {
+      {5, 7, 2, {6, 14}},    // one-vector rows, three per block; 7 channels: a tail block
+      {3, 9, 1, {4, 9}},     // two per block, 9 of 16 lanes
+      {4, 5, 1, {5, 16}},    // one row per block
+      {6, 3, 1, {2, 37}},    // three vectors, the last with 5 lanes: a store of a partial half
+      {2, 10, 1, {3, 100}},  // seven vectors in balanced blocks
+      {64, 8, 1, {72, 72}},  // 1.3 MB of source per image: channel blocks innermost
+  };
+  for (const Case& c : cases) {
+    DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), z ? "gemm_x" : "direct");
+    if (c.ci == 64 && z) EXPECT_TRUE(plan_of(t).at("oc_inner").get<bool>());
+  }
+  DeconvTester one_d = T().rank(1).channels(6, 5).input({40}).kernel({2}).stride({2}).layout(DataFormat::NCX);
+  one_d.Test();
+  DeconvTester three_d = T().rank(3).batch(2).channels(4, 3).input({3, 4, 20}).kernel({2, 2, 2}).stride({2, 2, 2})
+                             .layout(DataFormat::NCX);
+  three_d.Test();
+  T().rank(3).channels(3, 2).input({2, 3, 5}).kernel({1, 3, 2}).stride({1, 3, 2}).layout(DataFormat::NCX).Test();
+  if (!z) return;
+  EXPECT_EQ(plan_of(one_d).at("algorithm"), "gemm_x");
+  EXPECT_EQ(plan_of(three_d).at("algorithm"), "gemm_x");
+  TuningHints h;
+  h.algorithm = "gemm_x";
+  h.oc_vectors = 1;
+  h.ic_unroll = 3;
+  DeconvTester forced = k2(300, 20).input({3, 30}).hints(h);
+  forced.Test();
+  EXPECT_EQ(plan_of(forced).at("algorithm"), "gemm_x");
+  // Pads or a kernel other than the stride: not this family.
+  DeconvTester padded = k2(4, 4).input({5, 6}).pads({0, 1}, {0, 1});
+  padded.Test();
+  EXPECT_NE(plan_of(padded).at("algorithm"), "gemm_x");
+}
+
 TEST_P(KernelCases, ChannelMultiplier) {
   for (int64_t g : {4, 8, 13})
     for (DataFormat f : kFormats)

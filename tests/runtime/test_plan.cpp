@@ -93,6 +93,15 @@ void expect_fits_registers(const Plan& pl) {
     EXPECT_LE(pl.ur_w * pl.oc_vectors + pl.oc_vectors + 1, regs) << pl.to_json();
     return;
   }
+  if (pl.algorithm == Algorithm::gemm_x) {
+    // ur_w x rows_per_block input vectors (at most 3) x oc_vectors channels x kernel positions: at most
+    // 24 accumulators; the channel blocks cover C_OUT exactly.
+    const int64_t positions = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
+    EXPECT_LE(pl.ur_w * pl.rows_per_block, 3) << pl.to_json();
+    EXPECT_LE(pl.ur_w * pl.rows_per_block * pl.oc_vectors * positions, 24) << pl.to_json();
+    EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.dst_channels) << pl.to_json();
+    return;
+  }
   if (pl.algorithm == Algorithm::depthwise_x) {
     // ur_w x vectors of oc_vectors channels, a weight vector per channel, the permutation index, two
     // temporaries, and on AVX2 a lane mask. Calls cover the channels in whole register blocks.
@@ -343,7 +352,8 @@ TEST(Schedule, SegmentsCoverEveryOutputExactlyOnce) {
       continue;
     }
     SCOPED_TRACE(p.canonical + " " + pl.to_json());
-    if (pl.algorithm == Algorithm::depthwise_x) continue;  // resolves x inside the kernel: no segments
+    // The NCX-native families resolve x inside the kernel: no segments.
+    if (pl.algorithm == Algorithm::depthwise_x || pl.algorithm == Algorithm::gemm_x) continue;
     batch_plans += pl.block_over_batch;
     split_plans += pl.x_split > 1;
     halo_plans += pl.has_halo();

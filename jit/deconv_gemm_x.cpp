@@ -1,0 +1,216 @@
+// The gemm_x family (see runtime/plan_gemm_x.cpp): NCX, K == s, no pads. A register block is V input
+// vectors (ur_w along x, or rows_per_block rows of one vector) x the block's output channels x the kernel
+// positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each. The
+// store interleaves the two x phases (vpermi2ps) into contiguous NCX output rows. Function 0 holds
+// Plan::main's channels, function 1 Plan::last's.
+#include <algorithm>
+#include <vector>
+
+#include "jit/deconv_kernels.hpp"
+#include "jit/generator.hpp"
+#include "jit/kernel_abi.hpp"
+
+namespace deconvjit::jit {
+namespace {
+
+using namespace Xbyak;
+using detail::Plan;
+using Off = KernelArgsOffsets;
+constexpr int kFloat = 4;
+
+struct Vec {
+  int row = 0;        // input row within the row group
+  int64_t xv = 0;     // vector index along the row
+  int lanes = 16;     // real lanes
+};
+
+class GemmXGenerator : public Generator {
+ public:
+  explicit GemmXGenerator(const Plan& pl) : Generator(code_bound(pl)), pl_(pl) {}
+
+  EmittedCode run() {
+    EmittedCode out;
+    const int kinds = pl_.has_tail() ? 2 : 1;
+    for (int kind = 0; kind < kinds; ++kind) {
+      align(16);
+      out.entries[kind].push_back(getSize());
+      emit_function(kind == 0 ? pl_.main.vectors : pl_.last.vectors);
+    }
+    if (kinds == 1) out.entries[1] = out.entries[0];
+    emit_tables();
+    out.bytes = bytes();
+    return out;
+  }
+
+ private:
+  // Register map. rdi holds the KernelArgs pointer for the whole call.
+  const Reg64 r_args = rdi;
+  const Reg64 r_src = rsi, r_dst = rdx;  // the row group: first input row, first output row
+  const Reg64 r_nblk = rcx;              // row groups left
+  const Reg64 r_s = r8, r_w = r9;        // source and weights at the current input channel
+  const Reg64 r_ic = r10, r_tmp = r11;   // channel iterations left; opmask bits and big immediates
+
+  const Plan& pl_;
+  int channels_ = 1;  // output channels of the block kind being emitted
+  Label l_index_;
+
+  int64_t positions() const { return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel; }
+  int columns() const { return static_cast<int>(channels_ * positions()); }
+  int64_t plane_in() const { return pl_.src_c; }
+  int64_t out_sp() const { return pl_.dst_c; }
+  int64_t row_in() const { return pl_.axes[2].in; }
+  int64_t row_out() const { return pl_.axes[2].out; }
+
+  Zmm acc(int v, int c) const { return Zmm(v * columns() + c); }
+  Zmm xvec(int v) const { return Zmm(24 + v); }
+  Zmm bvec(int c) const { return Zmm(27 + c % 2); }
+  Zmm idx(int half) const { return Zmm(29 + half); }
+  Zmm temp() const { return Zmm(31); }
+
+  static size_t code_bound(const Plan& pl);
+  std::vector<std::vector<Vec>> blocks() const;
+  void emit_function(int channels);
+  void emit_block(const std::vector<Vec>& vs);
+  void emit_ic_step(const std::vector<Vec>& vs, int k);
+  void emit_store(const std::vector<Vec>& vs);
+  void emit_tables();
+};
+
+// The register blocks of one row group: balanced runs of ur_w vectors along the row, or, for rows of
+// one vector, the rows_per_block rows together.
+std::vector<std::vector<Vec>> GemmXGenerator::blocks() const {
+  const int64_t lanes = pl_.lanes, nv = (row_in() + lanes - 1) / lanes;
+  auto vec = [&](int row, int64_t xv) {
+    return Vec{row, xv, static_cast<int>(std::min<int64_t>(lanes, row_in() - xv * lanes))};
+  };
+  std::vector<std::vector<Vec>> out;
+  if (pl_.rows_per_block > 1) {
+    out.emplace_back();
+    for (int r = 0; r < pl_.rows_per_block; ++r) out.back().push_back(vec(r, 0));
+    return out;
+  }
+  const int64_t count = (nv + pl_.ur_w - 1) / pl_.ur_w;
+  int64_t xv = 0;
+  for (int64_t b = 0; b < count; ++b) {
+    const int64_t width = nv / count + (b < nv % count ? 1 : 0);
+    out.emplace_back();
+    for (int64_t i = 0; i < width; ++i) out.back().push_back(vec(0, xv++));
+  }
+  return out;
+}
+
+void GemmXGenerator::emit_function(int channels) {
+  channels_ = channels;
+  preamble();
+  mov(r_src, ptr[r_args + Off::src]);
+  mov(r_dst, ptr[r_args + Off::dst]);
+  mov(r_nblk, ptr[r_args + Off::nblocks]);
+  Label l_group, l_done;
+  test(r_nblk, r_nblk);
+  jle(l_done, T_NEAR);
+  L(l_group);
+  for (const std::vector<Vec>& vs : blocks()) emit_block(vs);
+  const int64_t rows = pl_.rows_per_block;
+  add_imm(r_src, rows * row_in() * kFloat, r_tmp);
+  add_imm(r_dst, rows * pl_.axes[1].stride * row_out() * kFloat, r_tmp);
+  dec(r_nblk);
+  jnz(l_group, T_NEAR);
+  L(l_done);
+  postamble();
+}
+
+void GemmXGenerator::emit_block(const std::vector<Vec>& vs) {
+  for (size_t v = 0; v < vs.size(); ++v)
+    for (int c = 0; c < columns(); ++c) vxorps(acc(v, c), acc(v, c), acc(v, c));
+  mov(r_s, r_src);
+  mov(r_w, ptr[r_args + Off::wei]);
+  const int64_t u = pl_.ic_unroll, iters = pl_.ic_per_group / u, rem = pl_.ic_per_group % u;
+  auto advance = [&](int64_t n) {
+    add_imm(r_s, n * plane_in() * kFloat, r_tmp);
+    add_imm(r_w, n * columns() * kFloat, r_tmp);
+  };
+  if (iters > 0) {
+    Label l_ic;
+    mov(r_ic, iters);
+    L(l_ic);
+    for (int k = 0; k < u; ++k) emit_ic_step(vs, k);
+    advance(u);
+    dec(r_ic);
+    jnz(l_ic, T_NEAR);
+  }
+  for (int k = 0; k < rem; ++k) emit_ic_step(vs, k);
+  emit_store(vs);
+}
+
+// One input channel: the block's input vectors (the ragged end of a row under a zeroing mask), then per
+// (output channel, kernel position) one broadcast weight and one FMA per vector.
+void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k) {
+  for (size_t v = 0; v < vs.size(); ++v) {
+    const Address a = ptr[r_s + (k * plane_in() + vs[v].row * row_in() + vs[v].xv * pl_.lanes) * kFloat];
+    if (vs[v].lanes == pl_.lanes) {
+      vmovups(xvec(v), a);
+    } else {
+      mov(r_tmp.cvt32(), (1u << vs[v].lanes) - 1);
+      kmovw(k1, r_tmp.cvt32());
+      vmovups(xvec(v) | k1 | T_z, a);
+    }
+  }
+  for (int c = 0; c < columns(); ++c) {
+    vbroadcastss(bvec(c), ptr[r_w + (k * columns() + c) * kFloat]);
+    for (size_t v = 0; v < vs.size(); ++v) vfmadd231ps(acc(v, c), xvec(v), bvec(c));
+  }
+}
+
+// Per (vector, output channel, z and y position) the kx = 0 and kx = 1 sums interleave into 32
+// consecutive outputs of one row: out[2l + kx] = acc_kx[l].
+void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
+  vmovups(idx(0), ptr[rip + l_index_]);
+  vmovups(idx(1), ptr[rip + l_index_ + 64]);
+  const int64_t ky_n = pl_.axes[1].kernel, kz_n = pl_.axes[0].kernel, out_h = pl_.axes[1].out;
+  for (size_t v = 0; v < vs.size(); ++v)
+    for (int co = 0; co < channels_; ++co)
+      for (int64_t kz = 0; kz < kz_n; ++kz)
+        for (int64_t ky = 0; ky < ky_n; ++ky) {
+          const int c0 = static_cast<int>(co * positions() + (kz * ky_n + ky) * 2);
+          const int64_t row = kz * out_h + pl_.axes[1].stride * vs[v].row + ky;
+          const int64_t base = co * out_sp() + row * row_out() + vs[v].xv * 2 * pl_.lanes;
+          for (int half = 0; half < 2; ++half) {
+            const int real = std::clamp(2 * vs[v].lanes - half * pl_.lanes, 0, pl_.lanes);
+            if (real == 0) continue;
+            vmovaps(temp(), idx(half));
+            vpermi2ps(temp(), acc(v, c0), acc(v, c0 + 1));
+            const Address a = ptr[r_dst + (base + half * pl_.lanes) * kFloat];
+            if (real == pl_.lanes) {
+              vmovups(a, temp());
+            } else {
+              mov(r_tmp.cvt32(), (1u << real) - 1);
+              kmovw(k2, r_tmp.cvt32());
+              vmovups(a | k2, temp());
+            }
+          }
+        }
+}
+
+void GemmXGenerator::emit_tables() {
+  align(64);
+  L(l_index_);
+  for (int i = 0; i < 32; ++i) dd(static_cast<uint32_t>((i % 2) * 16 + i / 2));
+}
+
+size_t GemmXGenerator::code_bound(const Plan& pl) {
+  const size_t positions = static_cast<size_t>(pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel);
+  const size_t columns = positions * static_cast<size_t>(pl.oc_vectors), vecs = 3;
+  const size_t step = vecs * 3 + columns * (1 + vecs);
+  const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
+  const size_t nblocks = static_cast<size_t>((pl.axes[2].in + 15) / 16 + 1);
+  return 4096 + 2 * nblocks * block;
+}
+
+}  // namespace
+
+EmittedCode emit_gemm_x(const Plan& plan) {
+  GemmXGenerator gen(plan);
+  return gen.run();
+}
+
+}  // namespace deconvjit::jit
