@@ -1,8 +1,9 @@
 // The gemm_x family (see runtime/plan_gemm_x.cpp): NCX, K == s, no pads. A register block is V input
 // vectors (ur_w along x, or rows_per_block rows of one vector) x the block's output channels x the kernel
 // positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each. The
-// store interleaves the two x phases (vpermi2ps) into contiguous NCX output rows. Function 0 holds
-// Plan::main's channels, function 1 Plan::last's.
+// store interleaves the two x phases (vpermi2ps) into contiguous NCX output rows. Kind 0 holds
+// Plan::main's channels, kind 1 Plan::last's; per kind, function 0 computes a full row group and function
+// 1 (when the height calls for it) the shorter last group of a plane.
 #include <algorithm>
 #include <vector>
 
@@ -31,11 +32,14 @@ class GemmXGenerator : public Generator {
   EmittedCode run() {
     EmittedCode out;
     const int kinds = pl_.has_tail() ? 2 : 1;
-    for (int kind = 0; kind < kinds; ++kind) {
-      align(16);
-      out.entries[kind].push_back(getSize());
-      emit_function(kind == 0 ? pl_.main.vectors : pl_.last.vectors);
-    }
+    const int64_t height = pl_.axes[1].in, rows = pl_.rows_per_block;
+    for (int kind = 0; kind < kinds; ++kind)
+      for (int64_t r : {rows, height % rows}) {
+        if (r == 0) continue;
+        align(16);
+        out.entries[kind].push_back(getSize());
+        emit_function(kind == 0 ? pl_.main.vectors : pl_.last.vectors, static_cast<int>(r));
+      }
     if (kinds == 1) out.entries[1] = out.entries[0];
     emit_tables();
     out.bytes = bytes();
@@ -52,6 +56,7 @@ class GemmXGenerator : public Generator {
 
   const Plan& pl_;
   int channels_ = 1;  // output channels of the block kind being emitted
+  int rows_ = 1;      // input rows of the row group being emitted
   Label l_index_;
 
   int64_t positions() const { return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel; }
@@ -69,7 +74,7 @@ class GemmXGenerator : public Generator {
 
   static size_t code_bound(const Plan& pl);
   std::vector<std::vector<Vec>> blocks() const;
-  void emit_function(int channels);
+  void emit_function(int channels, int rows);
   void emit_block(const std::vector<Vec>& vs);
   void emit_ic_step(const std::vector<Vec>& vs, int k);
   void emit_store(const std::vector<Vec>& vs);
@@ -86,7 +91,7 @@ std::vector<std::vector<Vec>> GemmXGenerator::blocks() const {
   std::vector<std::vector<Vec>> out;
   if (pl_.rows_per_block > 1) {
     out.emplace_back();
-    for (int r = 0; r < pl_.rows_per_block; ++r) out.back().push_back(vec(r, 0));
+    for (int r = 0; r < rows_; ++r) out.back().push_back(vec(r, 0));
     return out;
   }
   const int64_t count = (nv + pl_.ur_w - 1) / pl_.ur_w;
@@ -99,8 +104,9 @@ std::vector<std::vector<Vec>> GemmXGenerator::blocks() const {
   return out;
 }
 
-void GemmXGenerator::emit_function(int channels) {
+void GemmXGenerator::emit_function(int channels, int rows) {
   channels_ = channels;
+  rows_ = rows;
   preamble();
   mov(r_src, ptr[r_args + Off::src]);
   mov(r_dst, ptr[r_args + Off::dst]);
@@ -110,9 +116,8 @@ void GemmXGenerator::emit_function(int channels) {
   jle(l_done, T_NEAR);
   L(l_group);
   for (const std::vector<Vec>& vs : blocks()) emit_block(vs);
-  const int64_t rows = pl_.rows_per_block;
-  add_imm(r_src, rows * row_in() * kFloat, r_tmp);
-  add_imm(r_dst, rows * pl_.axes[1].stride * row_out() * kFloat, r_tmp);
+  add_imm(r_src, rows_ * row_in() * kFloat, r_tmp);
+  add_imm(r_dst, rows_ * pl_.axes[1].stride * row_out() * kFloat, r_tmp);
   dec(r_nblk);
   jnz(l_group, T_NEAR);
   L(l_done);
@@ -203,7 +208,7 @@ size_t GemmXGenerator::code_bound(const Plan& pl) {
   const size_t step = vecs * 3 + columns * (1 + vecs);
   const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
   const size_t nblocks = static_cast<size_t>((pl.axes[2].in + 15) / 16 + 1);
-  return 4096 + 2 * nblocks * block;
+  return 4096 + 4 * nblocks * block;
 }
 
 }  // namespace

@@ -229,22 +229,16 @@ void run_depthwise_x(const CompiledKernel& k, const float* src, const float* pac
   tbb::parallel_for(int64_t{0}, tasks, task);
 }
 
-// gemm_x: a task is one row group (Plan::rows_per_block input rows) of one plane of one image, for one
-// block of output channels; the row groups of a plane run back to back, so the block's weights stay hot.
+// gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of
+// one image, channel blocks innermost; a row group is Plan::rows_per_block input rows.
 void run_gemm_x(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
-  const int64_t groups = a[1].in / pl.rows_per_block, planes = a[0].in;
+  const int64_t groups = (a[1].in + pl.rows_per_block - 1) / pl.rows_per_block, planes = a[0].in;
+  const int64_t row_tiles = (groups + pl.row_chunk - 1) / pl.row_chunk;
+  const int64_t oc_tiles = (pl.oc_blocks + pl.oc_chunk - 1) / pl.oc_chunk;
   const int64_t block_floats = pl.ic_per_group * pl.main.wei_k_floats;
-  auto task = [&](int64_t t) {
-    int64_t g, iz, ob, n;
-    if (pl.oc_inner) {
-      ob = t % pl.oc_blocks, g = t / pl.oc_blocks % groups, iz = t / pl.oc_blocks / groups % planes;
-      n = t / pl.oc_blocks / groups / planes;
-    } else {
-      g = t % groups, iz = t / groups % planes, ob = t / groups / planes % pl.oc_blocks;
-      n = t / groups / planes / pl.oc_blocks;
-    }
+  auto call = [&](int64_t n, int64_t iz, int64_t g, int64_t ob) {
     const int64_t iy = g * pl.rows_per_block;
     jit::KernelArgs args{};
     args.src = src + n * pl.src_n + (iz * a[1].in + iy) * a[2].in;
@@ -252,9 +246,18 @@ void run_gemm_x(const CompiledKernel& k, const float* src, const float* packed, 
     args.dst = dst + n * pl.dst_n + ob * pl.main.vectors * pl.dst_c +
                (a[0].stride * iz * a[1].out + a[1].stride * iy) * a[2].out;
     args.nblocks = 1;
-    k.fns[ob == pl.oc_blocks - 1 ? 1 : 0][0](&args);
+    const int shorter = iy + pl.rows_per_block > a[1].in ? 1 : 0;  // the plane's last, shorter group
+    k.fns[ob == pl.oc_blocks - 1 ? 1 : 0][shorter](&args);
   };
-  const int64_t tasks = pl.batch * pl.oc_blocks * planes * groups;
+  auto task = [&](int64_t t) {
+    const int64_t rt = t % row_tiles, iz = t / row_tiles % planes;
+    const int64_t ot = t / row_tiles / planes % oc_tiles, n = t / row_tiles / planes / oc_tiles;
+    const int64_t g_end = std::min(groups, (rt + 1) * pl.row_chunk);
+    const int64_t ob_end = std::min(pl.oc_blocks, (ot + 1) * pl.oc_chunk);
+    for (int64_t g = rt * pl.row_chunk; g < g_end; ++g)
+      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(n, iz, g, ob);
+  };
+  const int64_t tasks = pl.batch * oc_tiles * planes * row_tiles;
   if (!pl.parallel) {
     for (int64_t t = 0; t < tasks; ++t) task(t);
     return;

@@ -486,7 +486,8 @@ std::string Plan::to_json() const {
   if (algorithm == Algorithm::depthwise_x) j["channels_per_call"] = channels_per_call;
   if (algorithm == Algorithm::gemm_x) {
     j["rows_per_block"] = rows_per_block;
-    j["oc_inner"] = oc_inner;
+    j["oc_chunk"] = oc_chunk;
+    j["row_chunk"] = row_chunk;
   }
   for (int i = 0; i < 3; ++i) {
     const Axis& a = axes[i];

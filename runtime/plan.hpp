@@ -81,8 +81,11 @@ struct Plan {
   int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
   int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row)
-  int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows)
-  bool oc_inner = false;          // gemm_x: tasks walk the channel blocks of a row group back to back
+  int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows; the last
+                                  // group of a plane takes the remainder)
+  // gemm_x: a task is a tile of row_chunk row groups x oc_chunk channel blocks, channel blocks innermost:
+  // a row group's source is reused by the tile's channel blocks, their weights by its row groups.
+  int64_t oc_chunk = 1, row_chunk = 1;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real lanes of the last input-channel vector (0 = all)
   BlockKind main, last;         // last == main when there is no tail
@@ -112,8 +115,10 @@ struct Plan {
   std::string packing_signature() const;
   std::string to_json() const;
   // Generated functions per block kind: one per block width for the row families, one for the NCX-native.
+  // (gemm_x: the full row group, and a shorter last one when rows_per_block does not divide the height.)
   int functions_per_kind() const {
-    return algorithm == Algorithm::depthwise_x || algorithm == Algorithm::gemm_x ? 1 : ur_w;
+    if (algorithm == Algorithm::gemm_x) return axes[1].in % rows_per_block ? 2 : 1;
+    return algorithm == Algorithm::depthwise_x ? 1 : ur_w;
   }
 };
 

@@ -19,20 +19,27 @@ constexpr int kAccumulators = 24;
 // What one core's L2 holds comfortably next to the streams (1 MiB on the machines measured).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
-int64_t source_bytes(const Problem& p) {
-  int64_t in_sp = 1;
-  for (int64_t v : p.in) in_sp *= v;
-  return p.c_in * in_sp * 4;
+// Each input channel of a block lies a whole plane further on, so neither an image's source nor all the
+// weights need fit anywhere: a tile of row groups x channel blocks keeps its weights (half of L2) and
+// its rows' source (a quarter) resident while the tile runs.
+void choose_tiles(Plan& pl, const Problem& p) {
+  const int64_t weights_per_block = pl.ic_per_group * pl.main.wei_k_floats * 4;
+  const int64_t source_per_group = p.c_in * pl.rows_per_block * pl.axes[2].in * 4;
+  const int64_t groups = ceil_div(pl.axes[1].in, pl.rows_per_block);
+  pl.oc_chunk = std::clamp<int64_t>(kL2Bytes / 2 / weights_per_block, 1, pl.oc_blocks);
+  pl.row_chunk = std::clamp<int64_t>(kL2Bytes / 4 / source_per_group, 1, groups);
 }
-int64_t weight_bytes(const Problem& p) { return p.weights_elements() * 4; }
-bool source_fits(const Problem& p) { return source_bytes(p) <= kL2Bytes; }
 
 }  // namespace
 
-// Without blocking over both rows and channels, gemm_x re-reads either the source or the weights from
-// L3 for every block; the row-buffer path is faster then (unet_up4 NCX: 17.1 against 14.6 ms, one core).
-// Measured wins: maskrcnn_mask 8.9 vs 9.4 ms, yolov8s_proto 3.8 vs 4.8 ms, unet_up1 13.3 vs 14.9 ms.
-bool gemm_x_preferred(const Problem& p) { return source_fits(p) || weight_bytes(p) < kL2Bytes; }
+// Against the row-buffer path, one core (ms): yolov8s_proto 3.6 vs 4.8, unet_up1 13.0 vs 14.9,
+// maskrcnn_mask 8.5 vs 9.4, nnunet3d_tconv 10.7 vs 12.6 win; unet_up4 16.2 vs 15.2 and unet_up3 17.1 vs
+// 14.3 lose. The losers' rows leave a vector partly empty (28 of 32, 52 of 64 lanes) and their row-buffer
+// runs are already long; rows of one vector are stacked instead, and win even at 14 of 16 lanes.
+bool gemm_x_preferred(const Problem& p) {
+  const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;
+  return vectors == 1 || 10 * w >= 9 * vectors * lanes;
+}
 
 bool gemm_x_applies(const Problem& p, Isa isa) {
   if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX || p.groups != 1) return false;
@@ -56,14 +63,9 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t row_vectors = ceil_div(ax.in, pl.lanes);
   const int64_t positions = az.kernel * ay.kernel * ax.kernel;  // accumulators per vector and channel
 
-  // Narrow rows (one vector) stack several input rows of the same plane into a block instead.
-  int rows = 1;
-  if (row_vectors == 1)
-    for (int r : {3, 2})
-      if (ay.in % r == 0) {
-        rows = r;
-        break;
-      }
+  // Narrow rows (one vector) stack up to three input rows of the same plane into a block instead (the last
+  // group of a plane may hold fewer: a second function).
+  const int rows = row_vectors == 1 ? static_cast<int>(std::min<int64_t>(3, ay.in)) : 1;
   int u = static_cast<int>(std::min<int64_t>(row_vectors, 3));
   if (h.ur_w) u = h.ur_w;
   check_hint(u >= 1 && u * rows <= 3, "gemm_x holds at most 3 input vectors (ur_w)");
@@ -91,10 +93,7 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.main = kind(cb);
   pl.last = kind(static_cast<int>(p.c_out - (pl.oc_blocks - 1) * cb));
   pl.parallel = p.flops() >= kSerialFlops;
-  // Each input channel of a block lies a whole plane further on: an image's source must stay in L2
-  // across the channel blocks, or else the weights must, with the row group's source reused by every
-  // channel block before moving on.
-  pl.oc_inner = !source_fits(p);
+  choose_tiles(pl, p);
 
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
