@@ -19,10 +19,11 @@ using detail::Plan;
 using Off = KernelArgsOffsets;
 constexpr int kFloat = 4;
 
+// An input vector of a block: lanes q0 .. q0 + lanes - 1 of the row group's plane-contiguous source, so
+// lane l is input row (q0 + l) / W, column (q0 + l) % W of the group.
 struct Vec {
-  int row = 0;        // input row within the row group
-  int64_t xv = 0;     // vector index along the row
-  int lanes = 16;     // real lanes
+  int64_t q0 = 0;
+  int lanes = 16;  // real lanes
 };
 
 class GemmXGenerator : public Generator {
@@ -78,28 +79,29 @@ class GemmXGenerator : public Generator {
   void emit_block(const std::vector<Vec>& vs);
   void emit_ic_step(const std::vector<Vec>& vs, int k);
   void emit_store(const std::vector<Vec>& vs);
+  void emit_half_store(const Address& a, int first, int end);  // output positions [first, end) of temp()
   void emit_tables();
 };
 
-// The register blocks of one row group: balanced runs of ur_w vectors along the row, or, for rows of
-// one vector, the rows_per_block rows together.
+// The register blocks of one row group: balanced runs of ur_w vectors along the row (or along the whole
+// plane, Plan::flat_plane, where vectors run on across rows), or the rows_per_block rows of one vector
+// each together.
 std::vector<std::vector<Vec>> GemmXGenerator::blocks() const {
-  const int64_t lanes = pl_.lanes, nv = (row_in() + lanes - 1) / lanes;
-  auto vec = [&](int row, int64_t xv) {
-    return Vec{row, xv, static_cast<int>(std::min<int64_t>(lanes, row_in() - xv * lanes))};
-  };
+  const int64_t lanes = pl_.lanes;
   std::vector<std::vector<Vec>> out;
-  if (pl_.rows_per_block > 1) {
+  if (pl_.rows_per_block > 1 && !pl_.flat_plane) {
     out.emplace_back();
-    for (int r = 0; r < rows_; ++r) out.back().push_back(vec(r, 0));
+    for (int r = 0; r < rows_; ++r) out.back().push_back(Vec{r * row_in(), static_cast<int>(row_in())});
     return out;
   }
-  const int64_t count = (nv + pl_.ur_w - 1) / pl_.ur_w;
-  int64_t xv = 0;
+  const int64_t extent = pl_.flat_plane ? rows_ * row_in() : row_in();
+  const int64_t nv = (extent + lanes - 1) / lanes, count = (nv + pl_.ur_w - 1) / pl_.ur_w;
+  int64_t q = 0;
   for (int64_t b = 0; b < count; ++b) {
     const int64_t width = nv / count + (b < nv % count ? 1 : 0);
     out.emplace_back();
-    for (int64_t i = 0; i < width; ++i) out.back().push_back(vec(0, xv++));
+    for (int64_t i = 0; i < width; ++i, q += lanes)
+      out.back().push_back(Vec{q, static_cast<int>(std::min<int64_t>(lanes, extent - q))});
   }
   return out;
 }
@@ -151,7 +153,7 @@ void GemmXGenerator::emit_block(const std::vector<Vec>& vs) {
 // (output channel, kernel position) one broadcast weight and one FMA per vector.
 void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k) {
   for (size_t v = 0; v < vs.size(); ++v) {
-    const Address a = ptr[r_s + (k * plane_in() + vs[v].row * row_in() + vs[v].xv * pl_.lanes) * kFloat];
+    const Address a = ptr[r_s + (k * plane_in() + vs[v].q0) * kFloat];
     if (vs[v].lanes == pl_.lanes) {
       vmovups(xvec(v), a);
     } else {
@@ -166,34 +168,42 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k) {
   }
 }
 
-// Per (vector, output channel, z and y position) the kx = 0 and kx = 1 sums interleave into 32
-// consecutive outputs of one row: out[2l + kx] = acc_kx[l].
+// Per (vector, output channel, z and y position) the kx = 0 and kx = 1 sums interleave into 32 outputs,
+// out[2l + kx] = acc_kx[l], stored half a vector (8 input lanes) at a time: one store per input row the
+// half's lanes belong to, under a mask when it is not the whole half.
 void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
   vmovups(idx(0), ptr[rip + l_index_]);
   vmovups(idx(1), ptr[rip + l_index_ + 64]);
   const int64_t ky_n = pl_.axes[1].kernel, kz_n = pl_.axes[0].kernel, out_h = pl_.axes[1].out;
+  const int half_lanes = pl_.lanes / 2;
   for (size_t v = 0; v < vs.size(); ++v)
     for (int co = 0; co < channels_; ++co)
       for (int64_t kz = 0; kz < kz_n; ++kz)
         for (int64_t ky = 0; ky < ky_n; ++ky) {
           const int c0 = static_cast<int>(co * positions() + (kz * ky_n + ky) * 2);
-          const int64_t row = kz * out_h + pl_.axes[1].stride * vs[v].row + ky;
-          const int64_t base = co * out_sp() + row * row_out() + vs[v].xv * 2 * pl_.lanes;
           for (int half = 0; half < 2; ++half) {
-            const int real = std::clamp(2 * vs[v].lanes - half * pl_.lanes, 0, pl_.lanes);
-            if (real == 0) continue;
+            const int lo = half * half_lanes, hi = std::min(vs[v].lanes, lo + half_lanes);
+            if (lo >= hi) continue;
             vmovaps(temp(), idx(half));
             vpermi2ps(temp(), acc(v, c0), acc(v, c0 + 1));
-            const Address a = ptr[r_dst + (base + half * pl_.lanes) * kFloat];
-            if (real == pl_.lanes) {
-              vmovups(a, temp());
-            } else {
-              mov(r_tmp.cvt32(), (1u << real) - 1);
-              kmovw(k2, r_tmp.cvt32());
-              vmovups(a | k2, temp());
+            for (int a = lo; a < hi;) {  // lanes [a, b) lie in one input row
+              const int64_t iy = (vs[v].q0 + a) / row_in(), ix = (vs[v].q0 + a) % row_in();
+              const int b = static_cast<int>(std::min<int64_t>(hi, a + row_in() - ix));
+              const int64_t row = kz * out_h + pl_.axes[1].stride * iy + ky;
+              // Output position j of this half holds input lane lo + j / 2.
+              const int64_t base = co * out_sp() + row * row_out() + 2 * ix - 2 * (a - lo);
+              emit_half_store(ptr[r_dst + base * kFloat], 2 * (a - lo), 2 * (b - lo));
+              a = b;
             }
           }
         }
+}
+
+void GemmXGenerator::emit_half_store(const Address& a, int first, int end) {
+  if (first == 0 && end == pl_.lanes) return vmovups(a, temp());
+  mov(r_tmp.cvt32(), ((1u << end) - 1) & ~((1u << first) - 1));
+  kmovw(k2, r_tmp.cvt32());
+  vmovups(a | k2, temp());
 }
 
 void GemmXGenerator::emit_tables() {
@@ -207,8 +217,9 @@ size_t GemmXGenerator::code_bound(const Plan& pl) {
   const size_t columns = positions * static_cast<size_t>(pl.oc_vectors), vecs = 3;
   const size_t step = vecs * 3 + columns * (1 + vecs);
   const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
-  const size_t nblocks = static_cast<size_t>((pl.axes[2].in + 15) / 16 + 1);
-  return 4096 + 4 * nblocks * block;
+  const int64_t extent = pl.flat_plane ? pl.axes[1].in * pl.axes[2].in : pl.axes[2].in;
+  const size_t nblocks = static_cast<size_t>((extent + 15) / 16 + 1);
+  return 4096 + 4 * nblocks * (block + vecs * columns * 2 * 24);
 }
 
 }  // namespace

@@ -241,7 +241,10 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
   if (pl.block_over_batch) os << "_nblk";
   if (pl.has_halo()) os << "_halo";
-  if (pl.rows_per_block > 1) os << "_rows" << pl.rows_per_block;
+  if (pl.flat_plane)
+    os << "_flat";
+  else if (pl.rows_per_block > 1)
+    os << "_rows" << pl.rows_per_block;
   if (pl.ic_blocks > 1) os << "_icb" << pl.ic_block;
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
@@ -489,6 +492,7 @@ std::string Plan::to_json() const {
   if (algorithm == Algorithm::depthwise_x) j["channels_per_call"] = channels_per_call;
   if (algorithm == Algorithm::gemm_x) {
     j["rows_per_block"] = rows_per_block;
+    j["flat_plane"] = flat_plane;
     j["oc_chunk"] = oc_chunk;
     j["row_chunk"] = row_chunk;
   }

@@ -83,6 +83,7 @@ struct Plan {
   int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row)
   int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows; the last
                                   // group of a plane takes the remainder)
+  bool flat_plane = false;        // gemm_x: a row group is the whole plane, its vectors run across rows
   // gemm_x: a task is a tile of row_chunk row groups x oc_chunk channel blocks, channel blocks innermost:
   // a row group's source is reused by the tile's channel blocks, their weights by its row groups.
   int64_t oc_chunk = 1, row_chunk = 1;

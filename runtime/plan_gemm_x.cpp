@@ -63,13 +63,18 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t row_vectors = ceil_div(ax.in, pl.lanes);
   const int64_t positions = az.kernel * ay.kernel * ax.kernel;  // accumulators per vector and channel
 
-  // Narrow rows (one vector) stack up to three input rows of the same plane into a block instead (the last
-  // group of a plane may hold fewer: a second function).
-  const int rows = row_vectors == 1 ? static_cast<int>(std::min<int64_t>(3, ay.in)) : 1;
-  int u = static_cast<int>(std::min<int64_t>(row_vectors, 3));
+  // Narrow rows (one vector): small planes run as one sequence of vectors across rows, which fills the
+  // lanes (maskrcnn_mask, 14-pixel rows: 196 of 208 lanes instead of 14 of 16); larger ones stack up to
+  // three rows per block (the last group of a plane may hold fewer: a second function).
+  const int64_t plane_vectors = ceil_div(ay.in * ax.in, pl.lanes);
+  pl.flat_plane = row_vectors == 1 && ax.in % pl.lanes != 0 && plane_vectors <= 48;
+  const int rows = pl.flat_plane ? static_cast<int>(ay.in)
+                   : row_vectors == 1 ? static_cast<int>(std::min<int64_t>(3, ay.in)) : 1;
+  const int64_t extent = pl.flat_plane ? plane_vectors : row_vectors;
+  int u = static_cast<int>(std::min<int64_t>(row_vectors == 1 && !pl.flat_plane ? 1 : extent, 3));
   if (h.ur_w) u = h.ur_w;
-  check_hint(u >= 1 && u * rows <= 3, "gemm_x holds at most 3 input vectors (ur_w)");
-  const int64_t vectors = int64_t{u} * rows;
+  const int64_t vectors = pl.flat_plane ? u : int64_t{u} * rows;
+  check_hint(u >= 1 && vectors <= 3, "gemm_x holds at most 3 input vectors (ur_w)");
   int cb = static_cast<int>(std::clamp<int64_t>(kAccumulators / (vectors * positions), 1, p.c_out));
   if (h.oc_vectors) cb = h.oc_vectors;
   check_hint(cb >= 1 && vectors * positions * cb <= kAccumulators,

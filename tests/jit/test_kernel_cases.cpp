@@ -174,8 +174,9 @@ TEST_P(KernelCases, GemmAlongX) {
   };
   struct Case { int64_t ci, co, n; V in; };
   const Case cases[] = {
-      {5, 7, 2, {6, 14}},    // one-vector rows, three per block; 7 channels: a tail block
-      {3, 9, 1, {4, 9}},     // three rows and a last group of one, 9 of 16 lanes
+      {5, 7, 2, {6, 14}},    // small plane of 14-pixel rows: vectors across rows; 7 channels: a tail block
+      {3, 9, 1, {4, 9}},     // the same with 9-pixel rows, several rows per vector
+      {2, 3, 1, {70, 12}},   // a larger plane: three rows per block and a last group of one, 12 lanes
       {4, 5, 1, {5, 16}},    // three rows and a last group of two
       {4, 5, 1, {2, 16}},    // a plane shorter than a row group
       {2, 10, 1, {3, 110}},  // seven vectors in balanced blocks, 110 of 112 lanes
@@ -186,6 +187,7 @@ TEST_P(KernelCases, GemmAlongX) {
     t.Test();
     EXPECT_EQ(plan_of(t).at("algorithm"), z ? "gemm_x" : "direct");
     if (c.ci == 64 && z) EXPECT_LT(plan_of(t).at("row_chunk").get<int64_t>(), 36);  // several row tiles
+    if (z) EXPECT_EQ(plan_of(t).at("flat_plane").get<bool>(), c.in[1] < 16 && c.in[0] * c.in[1] <= 48 * 16);
   }
   // Rows that leave much of their last vector empty stay with the row buffer unless asked.
   TuningHints gx;

@@ -97,8 +97,9 @@ void expect_fits_registers(const Plan& pl) {
     // ur_w x rows_per_block input vectors (at most 3) x oc_vectors channels x kernel positions: at most
     // 24 accumulators; the channel blocks cover C_OUT exactly.
     const int64_t positions = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
-    EXPECT_LE(pl.ur_w * pl.rows_per_block, 3) << pl.to_json();
-    EXPECT_LE(pl.ur_w * pl.rows_per_block * pl.oc_vectors * positions, 24) << pl.to_json();
+    const int vectors = pl.flat_plane ? pl.ur_w : pl.ur_w * pl.rows_per_block;  // flat: along the plane
+    EXPECT_LE(vectors, 3) << pl.to_json();
+    EXPECT_LE(vectors * pl.oc_vectors * positions, 24) << pl.to_json();
     EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.dst_channels) << pl.to_json();
     return;
   }
