@@ -3,7 +3,6 @@
 // register block is cb channels x u output vectors. Function 0 holds Plan::oc_vectors channels per block,
 // function 1 one channel (the remainder of a call).
 #include <algorithm>
-#include <cassert>
 #include <utility>
 #include <vector>
 
@@ -73,7 +72,7 @@ class DepthwiseXGenerator : public Generator {
   const std::vector<Piece> pieces_;
   int cb_ = 1;  // channels per register block in the function being emitted
   std::vector<Lanes> mask_table_;  // AVX2: the lane masks the loads and stores use
-  Label l_index_, l_masks_;
+  Label l_index_, l_masks_, l_live_;
 
   bool zmm() const { return pl_.isa == Isa::avx512_core; }
   int lanes() const { return pl_.lanes; }
@@ -118,6 +117,13 @@ class DepthwiseXGenerator : public Generator {
   void emit_tap(int64_t b, int vectors, int64_t j);
   void emit_store(int64_t b, int vectors);
   void set_opmask(const Lanes& l);
+  // Lanes of x tap j whose kernel x, (l + pad) mod s + s*j, lies inside the kernel.
+  uint32_t live_lanes(int64_t j) const {
+    uint32_t bits = 0;
+    for (int l = 0; l < lanes(); ++l)
+      if ((l + pad_mod()) % stride() + stride() * j < pl_.axes[2].kernel) bits |= 1u << l;
+    return bits;
+  }
   int mask_index(const Lanes& l);
   void emit_tables();
 };
@@ -198,6 +204,14 @@ void DepthwiseXGenerator::emit_block(int64_t b, int vectors) {
 void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
   for (int c = 0; c < cb_; ++c)
     vmovups(wvec(c), ptr[r_wy + (c * per_channel_floats() + j * lanes()) * kFloat]);
+  // Lanes whose kernel x lies past the kernel have a zero weight; their inputs are zeroed too, so an
+  // infinite input cannot turn into a NaN where the operation has no term at all.
+  const uint32_t live = live_lanes(j);
+  const bool all_live = live == (1u << lanes()) - 1;
+  if (!all_live && zmm()) {
+    mov(r_tmp.cvt32(), live);
+    kmovw(k3, r_tmp.cvt32());
+  }
   int n = 0;
   for (int u = 0; u < vectors; ++u) {
     const Lanes l = load_lanes(b, u, j);
@@ -213,15 +227,20 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
         vfmadd231ps(acc(c, u), wvec(c), a);
         continue;
       }
-      if (full) {
-        vpermps(wide(t), wide(idx()), a);
-      } else {
+      if (!full) {
         if (zmm())
           vmovups(Zmm(t.getIdx()) | k1 | T_z, a);
         else
           vmaskmovps(t, ymask(), a);
-        if (stride() > 1) vpermps(wide(t), wide(idx()), wide(t));
       }
+      if (stride() > 1) {  // (a stride-1 row needs no permutation, and all its lanes are live)
+        const Ymm tw = wide(t), dst = !all_live && zmm() ? tw | k3 | T_z : tw;
+        if (full)
+          vpermps(dst, wide(idx()), a);
+        else
+          vpermps(dst, wide(idx()), tw);
+      }
+      if (!all_live && !zmm()) vandps(t, t, ptr[rip + l_live_ + j * 32]);
       vfmadd231ps(acc(c, u), t, wvec(c));
     }
   }
@@ -267,6 +286,10 @@ void DepthwiseXGenerator::emit_tables() {
   L(l_masks_);
   for (const Lanes& m : mask_table_)
     for (int l = 0; l < 8; ++l) dd(l >= m.lo && l < m.hi ? 0xffffffffu : 0u);
+  L(l_live_);  // AVX2: live_lanes(j) as lane masks, 32 bytes per tap
+  if (!zmm())
+    for (int64_t j = 0; j < x_taps(); ++j)
+      for (int l = 0; l < 8; ++l) dd(live_lanes(j) >> l & 1 ? 0xffffffffu : 0u);
 }
 
 // Blocks that need no mask at any tap, and are full, run as loops; the others are emitted one by one.

@@ -41,6 +41,8 @@ void choose_tile(Plan& pl, const Problem& p, const TuningHints& h, int64_t row_v
   while (!h.oc_vectors && cb > 1 && !tile_fits(pl.isa, u, cb)) --cb;
   check_hint(tile_fits(pl.isa, u, cb), "depthwise_x: ur_w " + std::to_string(u) + " vectors of " +
                                            std::to_string(cb) + " channels do not fit the register file");
+  check_hint(std::max(in_sp, out_sp) * 4 * cb < (int64_t{1} << 31),
+             "depthwise_x: " + std::to_string(cb) + " channel planes per block exceed 32-bit displacements");
   pl.ur_w = u;
   pl.oc_vectors = cb;
 }
@@ -52,16 +54,19 @@ bool depthwise_x_applies(const Problem& p, Isa isa) {
   int64_t in_sp = 1, out_sp = 1;
   for (int64_t v : p.in) in_sp *= v;
   for (int64_t v : p.out) out_sp *= v;
-  // Channel planes are addressed with 32-bit displacements, up to 4 channels per register block.
+  // Channel planes are addressed with 32-bit displacements, up to 4 channels per register block (a hint
+  // asking for more is checked in plan_depthwise_x). Blocks that need masks are unrolled, and there are
+  // about as many as x taps per output: bounded so the code stays small.
   const bool small_planes = std::max(in_sp, out_sp) * 4 * 4 < (int64_t{1} << 31);
+  const int64_t x_taps = (p.kernel.back() + s - 1) / s;
   return p.data_format == DataFormat::NCX && p.groups > 1 && p.c_in_per_group() == 1 &&
          p.c_out_per_group() == 1 && p.dilation.back() == 1 && vector_lanes(isa) % s == 0 &&
-         small_planes;
+         small_planes && x_taps <= 16;
 }
 
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
-  check_hint(h.ic_unroll <= 1, "depthwise_x has no input-channel loop to unroll");
-  check_hint(h.x_split <= 1, "depthwise_x computes whole rows (x_split 1)");
+  check_hint(h.ic_unroll >= 0 && h.ic_unroll <= 1, "depthwise_x has no input-channel loop to unroll");
+  check_hint(h.x_split >= 0 && h.x_split <= 1, "depthwise_x computes whole rows (x_split 1)");
   check_hint(h.ic_block <= 0, "depthwise_x has no reduction over channels to split");
   check_hint(h.x_halo != 1, "depthwise_x masks its loads at the borders instead of a halo");
   pl.algorithm = Algorithm::depthwise_x;

@@ -47,14 +47,21 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
     if (p.kernel[i] != p.stride[i] || p.pads_begin[i] != 0 || p.dilation[i] != 1 ||
         p.out[i] != p.in[i] * p.stride[i])
       return false;
-  int64_t in_sp = 1;
+  int64_t in_sp = 1, out_sp = 1, positions = 1;
   for (int64_t v : p.in) in_sp *= v;
-  // The x phases are interleaved pairwise; input channel planes are stepped with 32-bit displacements.
-  return p.stride.back() == 2 && in_sp * 4 * 2 < (int64_t{1} << 31);
+  for (int64_t v : p.out) out_sp *= v;
+  for (int64_t k : p.kernel) positions *= k;
+  // The x phases are interleaved pairwise. One vector needs an accumulator per kernel position. Blocks
+  // along a row are unrolled, so rows are bounded (the row buffer takes longer ones). Input planes are
+  // stepped (up to 8 channels unrolled) and output planes addressed (up to 24 channels per block) with
+  // 32-bit displacements.
+  const int64_t row_vectors = (p.in.back() + 15) / 16;
+  return p.stride.back() == 2 && positions <= kAccumulators && row_vectors <= 64 &&
+         std::max(in_sp * 8, out_sp * kAccumulators) * 4 < (int64_t{1} << 31);
 }
 
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
-  check_hint(h.x_split <= 1, "gemm_x computes whole rows (x_split 1)");
+  check_hint(h.x_split >= 0 && h.x_split <= 1, "gemm_x computes whole rows (x_split 1)");
   check_hint(h.ic_block <= 0, "gemm_x reduces over all input channels in one pass");
   check_hint(h.x_halo != 1, "gemm_x has no borders to pad");
   pl.algorithm = Algorithm::gemm_x;
@@ -68,10 +75,11 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   // three rows per block (the last group of a plane may hold fewer: a second function).
   const int64_t plane_vectors = ceil_div(ay.in * ax.in, pl.lanes);
   pl.flat_plane = row_vectors == 1 && ax.in % pl.lanes != 0 && plane_vectors <= 48;
+  const int64_t max_vectors = std::min<int64_t>(3, kAccumulators / positions);  // >= 1: gemm_x_applies
   const int rows = pl.flat_plane ? static_cast<int>(ay.in)
-                   : row_vectors == 1 ? static_cast<int>(std::min<int64_t>(3, ay.in)) : 1;
+                   : row_vectors == 1 ? static_cast<int>(std::min(max_vectors, ay.in)) : 1;
   const int64_t extent = pl.flat_plane ? plane_vectors : row_vectors;
-  int u = static_cast<int>(std::min<int64_t>(row_vectors == 1 && !pl.flat_plane ? 1 : extent, 3));
+  int u = static_cast<int>(std::min(row_vectors == 1 && !pl.flat_plane ? 1 : extent, max_vectors));
   if (h.ur_w) u = h.ur_w;
   const int64_t vectors = pl.flat_plane ? u : int64_t{u} * rows;
   check_hint(u >= 1 && vectors <= 3, "gemm_x holds at most 3 input vectors (ur_w)");

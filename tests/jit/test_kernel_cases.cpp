@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -158,6 +159,14 @@ TEST_P(KernelCases, DepthwiseAlongX) {
                              .dilation({2, 2, 1}).pads({1, 0, 1}, {0, 1, 2});
   three_d.Test();
   EXPECT_EQ(plan_of(three_d).at("algorithm"), "depthwise_x");
+  // Negative x pads whose remainder modulo the stride is not zero (floor and truncating division differ).
+  for (const Case& c : {Case{5, 1, {4, 9}, {3, 5}, {2, 4}, {0, -1}, {0, -3}},
+                        Case{4, 2, {3, 11}, {2, 3}, {1, 2}, {1, -1}, {0, -1}},
+                        Case{3, 1, {2, 40}, {2, 7}, {2, 4}, {0, -3}, {0, 2}}}) {
+    DeconvTester t = dw(c.c).batch(c.n).input(c.in).kernel(c.k).stride(c.s).pads(c.pb, c.pe);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "depthwise_x");
+  }
   // Dilation along x has no fixed lane pattern: the copying depthwise path takes it.
   DeconvTester dilated = dw(5).input({4, 6}).kernel({3, 3}).stride({2, 2}).dilation({1, 2});
   dilated.Test();
@@ -221,6 +230,46 @@ TEST_P(KernelCases, GemmAlongX) {
   DeconvTester padded = k2(4, 4).input({5, 6}).pads({0, 1}, {0, 1});
   padded.Test();
   EXPECT_NE(plan_of(padded).at("algorithm"), "gemm_x");
+}
+
+// A kernel shorter than the stride leaves outputs with no term at all: they must be exactly zero even
+// next to an infinite input (the zero-weight lanes must not see it: 0 * inf is NaN).
+TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {
+  const Descriptor d = descriptor_from_json(
+      R"({"src":[1,16,1,20],"weights":[16,1,1,3],"groups":16,"strides":[1,4],"data_format":"NCX"})");
+  Options o;
+  o.max_isa = GetParam();
+  o.use_cache = false;
+  const Kernel k = compile(d, o);
+  ASSERT_EQ(nlohmann::json::parse(k.plan_text()).at("algorithm"), "depthwise_x");
+  const Problem p = resolve(d);
+  std::vector<float> src(p.src_elements(), 1.f), wei(p.weights_elements(), 0.5f), dst(p.dst_elements(), -1.f);
+  src[3 * 20 + 7] = std::numeric_limits<float>::infinity();
+  k.execute(src.data(), k.pack_weights(wei.data()), dst.data());
+  const int64_t ow = p.out.back();  // (20 - 1) * 4 + 3 = 79
+  for (int64_t c = 0; c < 16; ++c)
+    for (int64_t x = 0; x < ow; ++x) {
+      const float want = x % 4 == 3 ? 0.f : (c == 3 && x / 4 == 7 ? std::numeric_limits<float>::infinity() : 0.5f);
+      ASSERT_EQ(dst[c * ow + x], want) << "channel " << c << ", x " << x;
+    }
+}
+
+// gemm_x with many kernel positions per vector: the block shrinks to fit 24 accumulators, and beyond 24
+// positions the row buffer takes over.
+TEST_P(KernelCases, GemmAlongXFitsItsAccumulators) {
+  const bool z = GetParam() == Isa::avx512_core;
+  DeconvTester two_d = T().channels(4, 4).input({8, 16}).kernel({5, 2}).stride({5, 2}).layout(DataFormat::NCX);
+  two_d.Test();
+  DeconvTester three_d = T().rank(3).channels(4, 4).input({4, 4, 16}).kernel({3, 2, 2}).stride({3, 2, 2})
+                             .layout(DataFormat::NCX);
+  three_d.Test();
+  DeconvTester too_many = T().rank(3).channels(3, 2).input({2, 3, 16}).kernel({4, 4, 2}).stride({4, 4, 2})
+                              .layout(DataFormat::NCX);
+  too_many.Test();
+  if (!z) return;
+  EXPECT_EQ(plan_of(two_d).at("algorithm"), "gemm_x");
+  EXPECT_EQ(plan_of(three_d).at("algorithm"), "gemm_x");
+  EXPECT_NE(plan_of(too_many).at("algorithm"), "gemm_x");
 }
 
 TEST_P(KernelCases, ChannelMultiplier) {
