@@ -304,7 +304,8 @@ bool full_tap_range(const Axis& x, int64_t o, int64_t& lo, int64_t& hi) {
 }
 
 // Zero columns that make every output pixel of a phase see all of the phase's taps: the first output of
-// each phase reaches furthest left, the last furthest right. (With K == s, no pixel is short of taps.)
+// each phase reaches furthest left, the last furthest right. (K == s without pads or output padding
+// needs none.)
 void choose_halo(Plan& pl, const TuningHints& h) {
   Axis& x = pl.axes[2];
   int64_t left = 0, right = 0, lo = 0, hi = 0;

@@ -20,8 +20,8 @@ namespace deconvjit::detail {
 // depthwise_x: depthwise on NCX data with the vector along output x. Within a vector every lane keeps
 //              one x phase, so a lane-permuted input vector times a per-lane weight vector does one tap
 //              for all phases at once; no layout copies.
-// gemm_x:      NCX with K == s on every axis (no pads): a GEMM with the vector along input x, each
-//              output row pair written by interleaving the two x phases.
+// gemm_x:      NCX with K == s on every axis (no pads): a GEMM with the vector along input x; the
+//              store interleaves the two x phases into contiguous output rows.
 enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x };
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
@@ -115,8 +115,9 @@ struct Plan {
   // same signature (say, another batch size); any other kernel must refuse them.
   std::string packing_signature() const;
   std::string to_json() const;
-  // Generated functions per block kind: one per block width for the row families, one for the NCX-native.
-  // (gemm_x: the full row group, and a shorter last one when rows_per_block does not divide the height.)
+  // Generated functions per block kind: one per block width for the row families, one for depthwise_x,
+  // and for gemm_x the full row group plus a shorter last one when rows_per_block does not divide the
+  // height.
   int functions_per_kind() const {
     if (algorithm == Algorithm::gemm_x) return axes[1].in % rows_per_block ? 2 : 1;
     return algorithm == Algorithm::depthwise_x ? 1 : ur_w;
@@ -126,7 +127,7 @@ struct Plan {
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
 
-// Shared by the family planners (plan.cpp, plan_depthwise_x.cpp).
+// Shared by the family planners (plan.cpp, plan_depthwise_x.cpp, plan_gemm_x.cpp).
 // Work below this runs on the calling thread: a TBB fork costs more than the arithmetic.
 constexpr double kSerialFlops = 2e6;
 // Tasks to aim for, so that up to 64 threads balance.

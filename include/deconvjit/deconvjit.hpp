@@ -94,8 +94,8 @@ struct TuningHints {
   int ic_unroll = 0;     // input-channel loop unroll
   int x_split = 0;       // parts each output row is split into for threading
   int ic_block = 0;      // input channels per reduction pass (must divide C_IN/G); 0: one pass
-  std::string algorithm; // "", "direct", "gemm", "depthwise"
-  std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch"
+  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x"
+  std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
   int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no
                          // blocks of their own
 };
