@@ -20,7 +20,22 @@ struct CompiledKernel {
   std::array<std::vector<jit::KernelFn>, 2> fns;  // [block kind][width - 1]
   Schedule schedule;
   double compile_ms = 0;
+  // col: the inner GEMM kernel (it owns the code and the packed weights' layout), and the valid taps of
+  // every output x (z and y are in the schedule).
+  Kernel inner;
+  std::vector<AxisTaps> x_taps;
 };
+
+// col (runtime/col.cpp): builds the composite around its inner kernel (compiled through compile(), so it
+// is cached in memory and on disk like any kernel); packs; executes (runtime/executor.cpp).
+std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, Isa isa,
+                                                const Options& options);
+void pack_col_weights(const CompiledKernel& k, const float* weights, float* out);
+void execute_col(const CompiledKernel& k, const float* src, const float* packed, float* dst);
+// The kernel whose packed weights a Kernel's PackedWeights hold (the inner one for col).
+inline const CompiledKernel& weights_owner(const CompiledKernel& k) {
+  return k.inner ? *k.inner.impl() : k;
+}
 
 // Emits the plan's code, maps it W^X and derives the schedule.
 std::shared_ptr<const CompiledKernel> build_kernel(const Problem& p, const Plan& plan);

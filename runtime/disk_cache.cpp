@@ -411,6 +411,13 @@ std::string default_cache_dir() {
 DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& options) {
   const Problem p = resolve(d);
   const Isa isa = resolve_isa(options.max_isa);
+  // A col kernel has no code of its own: its inner GEMM kernel is the entry.
+  if (detail::make_plan(p, isa, options.hints).algorithm == detail::Algorithm::col) {
+    Options inner = options;
+    inner.max_isa = isa;
+    inner.hints = {};
+    return disk_cache_lookup(detail::col_inner_descriptor(p), inner);
+  }
   DiskCacheLookup out;
   const std::string dir = detail::disk_cache_dir(options);
   if (dir.empty()) {

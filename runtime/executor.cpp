@@ -332,8 +332,54 @@ void prepare_src(const CompiledKernel& k, const float* src, float* out) {
 
 }  // namespace
 
+// col: the inner GEMM writes [image][input pixel][tap][C_OUT]; each output then sums its valid taps' rows
+// (a fixed order, so results do not depend on threads).
+void execute_col(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+  const Problem& p = k.problem;
+  const Plan& pl = k.plan;
+  const auto& a = pl.axes;
+  const int64_t pixels = a[0].in * a[1].in * a[2].in, taps = a[0].kernel * a[1].kernel * a[2].kernel;
+  const int64_t co_n = p.c_out, out_sp = a[0].out * a[1].out * a[2].out;
+  const bool ncx = p.data_format == DataFormat::NCX;
+  ScratchPool& pool = ScratchPool::instance();
+  std::optional<ScratchPool::Lease> src_nxc;
+  if (ncx) {
+    src_nxc.emplace(pool.take(static_cast<size_t>(p.src_elements())));  // NOLINT: moved in
+    transpose(src, src_nxc->get(), p.batch, p.c_in, pixels, pl.parallel, HaloMap{pixels, 0, 0});
+    src = src_nxc->get();
+  }
+  ScratchPool::Lease col = pool.take(static_cast<size_t>(p.batch * pixels * taps * co_n));
+  execute_kernel(*k.inner.impl(), src, packed, col.get());
+  for_rows(p.batch * a[0].out * a[1].out, pl.parallel, [&](int64_t r) {
+    const int64_t n = r / (a[0].out * a[1].out), oz = r / a[1].out % a[0].out, oy = r % a[1].out;
+    const AxisTaps &tz = k.schedule.z[oz], &ty = k.schedule.y[oy];
+    std::vector<float> acc(static_cast<size_t>(co_n));
+    for (int64_t ox = 0; ox < a[2].out; ++ox) {
+      const AxisTaps& tx = k.x_taps[ox];
+      std::fill(acc.begin(), acc.end(), 0.f);
+      for (int64_t jz = 0; jz < tz.count; ++jz)
+        for (int64_t jy = 0; jy < ty.count; ++jy)
+          for (int64_t jx = 0; jx < tx.count; ++jx) {
+            const int64_t iz = tz.i0 - jz * a[0].tap_i_step, kz = tz.k0 + jz * a[0].tap_k_step;
+            const int64_t iy = ty.i0 - jy * a[1].tap_i_step, ky = ty.k0 + jy * a[1].tap_k_step;
+            const int64_t ix = tx.i0 - jx * a[2].tap_i_step, kx = tx.k0 + jx * a[2].tap_k_step;
+            const int64_t pix = (iz * a[1].in + iy) * a[2].in + ix, t = (kz * a[1].kernel + ky) * a[2].kernel + kx;
+            const float* c = col.get() + ((n * pixels + pix) * taps + t) * co_n;
+            for (int64_t co = 0; co < co_n; ++co) acc[co] += c[co];
+          }
+      const int64_t o = (oz * a[1].out + oy) * a[2].out + ox;
+      if (ncx) {
+        for (int64_t co = 0; co < co_n; ++co) dst[(n * co_n + co) * out_sp + o] = acc[co];
+      } else {
+        std::memcpy(dst + (n * out_sp + o) * co_n, acc.data(), sizeof(float) * co_n);
+      }
+    }
+  });
+}
+
 void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
+  if (k.plan.algorithm == Algorithm::col) return execute_col(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::depthwise_x) return run_depthwise_x(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::gemm_x) return run_gemm_x(k, src, packed, dst);
   ScratchPool& pool = ScratchPool::instance();

@@ -99,7 +99,12 @@ Kernel compile(const Descriptor& d, const Options& options) {
     return *p;
   };
   // On a miss: load the kernel from the on-disk cache, or compile it and store it there.
-  auto build = [&] { return detail::build_or_load(problem(), isa, options); };
+  auto build = [&]() -> detail::KernelPtr {
+    // col is a composite around an inner kernel that is itself compiled (and cached) like any other.
+    const detail::Plan plan = detail::make_plan(problem(), isa, options.hints);
+    if (plan.algorithm == detail::Algorithm::col) return detail::build_col(problem(), plan, isa, options);
+    return detail::build_or_load(problem(), isa, options);
+  };
   detail::CacheLookup found;
   if (options.use_cache) {
     detail::KernelCache& cache = detail::KernelCache::instance();
@@ -124,14 +129,14 @@ const Problem& Kernel::problem() const { return impl_->problem; }
 const std::string& Kernel::name() const { return impl_->plan.name; }
 Isa Kernel::isa() const { return impl_->plan.isa; }
 std::string Kernel::plan_text() const { return impl_->plan.to_json(); }
-const uint8_t* Kernel::code() const { return impl_->code->data(); }
-size_t Kernel::code_size() const { return impl_->code->size(); }
+const uint8_t* Kernel::code() const { return detail::weights_owner(*impl_).code->data(); }
+size_t Kernel::code_size() const { return detail::weights_owner(*impl_).code->size(); }
 double Kernel::compile_ms() const { return impl_->compile_ms; }
 
 PackedWeights Kernel::pack_weights(const float* weights) const {
   if (!impl_) throw Error(Error::Kind::InvalidArgument, "pack_weights on an empty Kernel");
   if (!weights) throw Error(Error::Kind::InvalidArgument, "pack_weights: weights is null");
-  const size_t floats = static_cast<size_t>(impl_->plan.packed_weights_floats());
+  const size_t floats = static_cast<size_t>(detail::weights_owner(*impl_).plan.packed_weights_floats());
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, std::max<size_t>(floats, 1) * sizeof(float)) != 0)
     throw Error(Error::Kind::Internal, "out of memory packing weights");
@@ -149,7 +154,8 @@ void Kernel::execute(const float* src, const PackedWeights& w, float* dst) const
   if (!src || !dst || !w.data())
     throw Error(Error::Kind::InvalidArgument, "execute: src, weights and dst must not be null");
   if (w.layout_ != impl_->plan.packing ||
-      w.size_bytes() != static_cast<size_t>(impl_->plan.packed_weights_floats()) * sizeof(float))
+      w.size_bytes() !=
+          static_cast<size_t>(detail::weights_owner(*impl_).plan.packed_weights_floats()) * sizeof(float))
     throw Error(Error::Kind::InvalidArgument, "execute: weights were packed for kernel '" +
                                                   w.kernel_name() + "', not '" + impl_->plan.name + "'");
   const auto t0 = detail::Clock::now();

@@ -75,9 +75,10 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
       gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
-                   h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x",
+                   h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x" ||
+                   h.algorithm == "col",
                "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot, "
-               "depthwise_x, gemm_x)");
+               "depthwise_x, gemm_x, col)");
     // The NCX-native families: choose_layout decides whether they apply.
     if (h.algorithm == "depthwise_x") return Algorithm::depthwise;
     if (h.algorithm == "gemm_x") return Algorithm::gemm;
@@ -260,6 +261,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::dot: return "dot";
     case Algorithm::depthwise_x: return "depthwise_x";
     case Algorithm::gemm_x: return "gemm_x";
+    case Algorithm::col: return "col";
   }
   return "?";
 }
@@ -277,6 +279,7 @@ const char* to_string(LayoutPath l) {
 }
 
 int64_t Plan::packed_weights_floats() const {
+  if (algorithm == Algorithm::col) return 0;  // the inner kernel's packed weights are what is stored
   if (algorithm == Algorithm::depthwise_x)  // per channel: [kz][ky][x tap][lane]
     return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
   if (algorithm == Algorithm::gemm_x)  // per channel block: [ic][block's (oc, kz, ky, kx)]
@@ -394,6 +397,27 @@ Plan finish(Plan& pl, const Problem& p, const TuningHints& h) {
 
 }  // namespace
 
+namespace {
+
+// col's own plan: the inner GEMM is planned (and compiled) as a kernel of its own; this plan names it.
+Plan plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h) {
+  check_hint(p.groups == 1, "algorithm col needs G=1");
+  check_hint(h.ur_w == 0 && h.oc_vectors == 0 && h.ic_unroll == 0 && h.x_split == 0 && h.ic_block <= 0 &&
+                 h.x_halo != 1 && h.layout.empty(),
+             "algorithm col takes no other hints (its inner GEMM is planned by the heuristic)");
+  const Plan inner = make_plan(resolve(col_inner_descriptor(p)), isa, {});
+  pl.algorithm = Algorithm::col;
+  pl.layout = p.data_format == DataFormat::NXC ? LayoutPath::nxc : LayoutPath::ncx_via_scratch;
+  pl.ur_w = inner.ur_w;
+  pl.oc_vectors = inner.oc_vectors;
+  pl.parallel = inner.parallel;
+  pl.name = make_name(pl, p);
+  pl.packing = "col/" + inner.packing;
+  return pl;
+}
+
+}  // namespace
+
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   Plan pl;
   pl.isa = isa;
@@ -411,6 +435,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   // The family first (it decides how NCX data flows), then the layout, then gemm, which needs an
   // NXC-shaped destination: one decision each, made once.
   Axis& x = pl.axes[2];
+  if (h.algorithm == "col" || (h.algorithm.empty() && h.layout.empty() && col_preferred(p)))
+    return plan_col(pl, p, isa, h);
   const Algorithm family = choose_algorithm(p, x, LayoutPath::nxc, h);
   pl.layout = choose_layout(p, isa, h, family);
   if (pl.layout == LayoutPath::ncx_native) {

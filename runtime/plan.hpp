@@ -22,7 +22,10 @@ namespace deconvjit::detail {
 //              for all phases at once; no layout copies.
 // gemm_x:      NCX with K == s on every axis (no pads): a GEMM with the vector along input x; the
 //              store interleaves the two x phases into contiguous output rows.
-enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x };
+// col:         few input pixels and large weights: one GEMM over all input pixels at once (an inner
+//              1x1 kernel with taps x C_OUT output channels, so each weight serves every pixel), then
+//              the taps' products are summed into the output (col2im).
+enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col };
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
@@ -119,6 +122,7 @@ struct Plan {
   // and for gemm_x the full row group plus a shorter last one when rows_per_block does not divide the
   // height.
   int functions_per_kind() const {
+    if (algorithm == Algorithm::col) return 0;  // the inner kernel's functions do the work
     if (algorithm == Algorithm::gemm_x) return axes[1].in % rows_per_block ? 2 : 1;
     return algorithm == Algorithm::depthwise_x ? 1 : ur_w;
   }
@@ -139,5 +143,10 @@ bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice wher
 // Fills the tile, threading and strides of the depthwise_x family (make_plan adds name and packing).
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h);
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_gemm_x.cpp
+
+// col (runtime/col.cpp): whether the default heuristic takes it, and the inner GEMM's descriptor: N
+// images of prod(in) pixels, C_IN -> taps * C_OUT channels (channel t * C_OUT + co), kernel 1, NXC.
+bool col_preferred(const Problem& p);
+Descriptor col_inner_descriptor(const Problem& p);
 
 }  // namespace deconvjit::detail

@@ -272,6 +272,38 @@ TEST_P(KernelCases, GemmAlongXFitsItsAccumulators) {
   EXPECT_NE(plan_of(too_many).at("algorithm"), "gemm_x");
 }
 
+// col: one GEMM over all input pixels, then each output sums its taps. Forced on small problems of every
+// shape class (it must be exact wherever it is asked for), and chosen by default for few pixels with
+// large weights. Its code is the inner kernel's.
+TEST_P(KernelCases, ColumnGemm) {
+  TuningHints col;
+  col.algorithm = "col";
+  for (DataFormat f : kFormats)
+    for (WeightsFormat w : {WeightsFormat::OIX, WeightsFormat::XIO}) {
+      T().channels(5, 7).input({3, 4}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(f)
+          .weights_format(w).hints(col).Test();
+      T().batch(2).channels(3, 17).input({2, 5}).kernel({3, 5}).stride({2, 3}).dilation({2, 1})
+          .pads({-1, 2}, {0, 1}).output_padding({1, 2}).layout(f).weights_format(w).hints(col).Test();
+      T().rank(1).channels(4, 6).input({7}).kernel({5}).stride({1}).pads({2}, {2}).layout(f).hints(col).Test();
+      T().rank(3).channels(2, 3).input({2, 2, 3}).kernel({2, 3, 2}).stride({2, 1, 2}).layout(f).hints(col).Test();
+    }
+  DeconvTester big = T().channels(512, 512).input({2, 3}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1});
+  big.Test();  // 16.8 MB of weights for 6 pixels
+  EXPECT_EQ(plan_of(big).at("algorithm"), "col");
+  Options o;
+  o.max_isa = GetParam();
+  o.use_cache = false;
+  o.hints = col;
+  const Kernel k = compile(big.descriptor(), o);
+  EXPECT_GT(k.code_size(), 0u);
+  TuningHints bad = col;
+  bad.ur_w = 2;
+  o.hints = bad;
+  EXPECT_THROW(compile(big.descriptor(), o), Error);
+  o.hints = col;
+  EXPECT_THROW(compile(T().groups(2).channels(4, 4).input({2, 2}).kernel({2, 2}).descriptor(), o), Error);
+}
+
 TEST_P(KernelCases, ChannelMultiplier) {
   for (int64_t g : {4, 8, 13})
     for (DataFormat f : kFormats)

@@ -1,0 +1,78 @@
+// The col family: few input pixels and large weights (sbl_deconv1: 48 pixels, 33.5 MB of weights). The row
+// families give each weight to one register block of a phase (6 pixels); here one GEMM over all input
+// pixels (an inner kernel: kernel 1, stride 1, taps * C_OUT output channels) gives it to every pixel,
+// and the taps' products are then summed into the output (executor.cpp, col2im), as oneDNN's plain path
+// does.
+#include <chrono>
+#include <vector>
+
+#include "runtime/compiled_kernel.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/schedule.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t x : v) n *= x;
+  return n;
+}
+
+}  // namespace
+
+// Worth it when the weights dwarf what a register block of a phase row can reuse from L2, and the
+// products of all taps stay small: measured on sbl_deconv1 (below 16 MB of weights the row families keep
+// the weights in L3 and win; dcgan_g2 has 8.4 MB and runs at 97% of peak as it is).
+bool col_preferred(const Problem& p) {
+  const int64_t pixels = product(p.in), taps = product(p.kernel);
+  const int64_t weight_bytes = p.c_in * p.c_out / p.groups * taps * 4;
+  const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
+  return p.groups == 1 && taps > 1 && pixels <= 96 && weight_bytes >= (int64_t{16} << 20) &&
+         col_bytes <= (int64_t{64} << 20);
+}
+
+Descriptor col_inner_descriptor(const Problem& p) {
+  Descriptor d;
+  const int64_t pixels = product(p.in), taps = product(p.kernel);
+  d.src = {p.batch, pixels, p.c_in};
+  d.weights = {p.c_in, taps * p.c_out, 1};
+  d.strides = {1};
+  d.data_format = DataFormat::NXC;
+  d.weights_format = WeightsFormat::OIX;
+  return d;
+}
+
+std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, Isa isa,
+                                                const Options& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto k = std::make_shared<CompiledKernel>();
+  k->problem = p;
+  k->plan = plan;
+  Options inner = options;
+  inner.max_isa = isa;
+  inner.hints = {};
+  k->inner = compile(col_inner_descriptor(p), inner);
+  for (int64_t o = 0; o < plan.axes[0].out; ++o) k->schedule.z.push_back(axis_taps(plan.axes[0], o));
+  for (int64_t o = 0; o < plan.axes[1].out; ++o) k->schedule.y.push_back(axis_taps(plan.axes[1], o));
+  for (int64_t o = 0; o < plan.axes[2].out; ++o) k->x_taps.push_back(axis_taps(plan.axes[2], o));
+  k->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return k;
+}
+
+// The user's weights as the inner kernel's OIX weights [C_IN][t * C_OUT + co], then its own packing.
+void pack_col_weights(const CompiledKernel& k, const float* weights, float* out) {
+  const Problem& p = k.problem;
+  const int64_t taps = product(p.kernel), ci_n = p.c_in, co_n = p.c_out;
+  std::vector<float> inner(static_cast<size_t>(ci_n * taps * co_n));
+  for (int64_t ci = 0; ci < ci_n; ++ci)
+    for (int64_t co = 0; co < co_n; ++co)
+      for (int64_t t = 0; t < taps; ++t) {
+        const float w = p.weights_format == WeightsFormat::XIO ? weights[(t * co_n + co) * ci_n + ci]
+                                                                : weights[(ci * co_n + co) * taps + t];
+        inner[static_cast<size_t>((ci * taps + t) * co_n + co)] = w;
+      }
+  pack_weights_into(*k.inner.impl(), inner.data(), out);
+}
+
+}  // namespace deconvjit::detail
