@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "runtime/disk_cache.hpp"
 #include "runtime/tolerance.hpp"
@@ -145,6 +146,32 @@ TEST_F(DiskCache, StoresPrivateEntryThenLoadsIdenticalKernel) {
   EXPECT_EQ(std::memcmp(loaded.code(), built.code(), built.code_size()), 0);
   EXPECT_NE(loaded.code(), built.code());
   EXPECT_EQ(run(loaded), expected());  // bitwise
+}
+
+// The NCX-native families and col (whose entry is its inner GEMM kernel) round-trip like the row families:
+// stored by one compile, loaded by the next, the same code and bitwise the same results. gemm_x here has
+// a channel tail and a shorter last row group (2 x 2 functions) on AVX-512; depthwise_x a masked row end.
+TEST_F(DiskCache, EveryFamilyRoundTrips) {
+  const bool z = resolve_isa(Isa::best) == Isa::avx512_core;
+  const std::pair<const char*, const char*> shapes[] = {
+      {R"({"src":[1,7,5,16],"weights":[7,5,2,2],"strides":[2,2]})", z ? "gemm_x" : "direct"},  // 3 + 2 rows
+      {R"({"src":[2,9,5,11],"weights":[9,1,4,5],"groups":9,"strides":[2,2],"pads_begin":[1,-1]})", "depthwise_x"},
+      {R"({"src":[1,512,2,3],"weights":[512,512,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})", "col"},
+  };
+  for (const auto& [json, family] : shapes) {
+    SCOPED_TRACE(json);
+    const Descriptor d = descriptor_from_json(json);
+    const Kernel built = compile(d, options());
+    EXPECT_EQ(nlohmann::json::parse(built.plan_text()).at("algorithm"), family);
+    const DiskCacheLookup entry = disk_cache_lookup(d, options());
+    EXPECT_TRUE(entry.usable) << entry.reason;
+    const Kernel loaded = compile(d, options());
+    EXPECT_EQ(loaded.name(), built.name());
+    ASSERT_EQ(loaded.code_size(), built.code_size());
+    EXPECT_EQ(std::memcmp(loaded.code(), built.code(), built.code_size()), 0);
+    EXPECT_NE(loaded.code(), built.code());  // a second mapping: the disk's
+    EXPECT_EQ(run(loaded), run(built));      // bitwise
+  }
 }
 
 // The loaded code is mapped straight from the entry file, read+execute and never writable; on a noexec
