@@ -435,8 +435,10 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   // The family first (it decides how NCX data flows), then the layout, then gemm, which needs an
   // NXC-shaped destination: one decision each, made once.
   Axis& x = pl.axes[2];
-  if (h.algorithm == "col" || (h.algorithm.empty() && h.layout.empty() && col_preferred(p)))
-    return plan_col(pl, p, isa, h);
+  // col takes no hints of its own: any tile or layout hint keeps the row families, which can honour it.
+  const bool untuned = h.algorithm.empty() && h.layout.empty() && !h.ur_w && !h.oc_vectors && !h.ic_unroll &&
+                       !h.x_split && h.ic_block <= 0 && h.x_halo != 1;
+  if (h.algorithm == "col" || (untuned && col_preferred(p))) return plan_col(pl, p, isa, h);
   const Algorithm family = choose_algorithm(p, x, LayoutPath::nxc, h);
   pl.layout = choose_layout(p, isa, h, family);
   if (pl.layout == LayoutPath::ncx_native) {
