@@ -172,30 +172,18 @@ void DepthwiseXGenerator::emit_piece(const Piece& pc) {
 void DepthwiseXGenerator::emit_block(int64_t b, int vectors) {
   for (int c = 0; c < cb_; ++c)
     for (int u = 0; u < vectors; ++u) vxorps(acc(c, u), acc(c, u), acc(c, u));
-  Label lz, ly, z_next, l_end;
+  const int64_t* sstep = pl_.src_tap_step.data();
+  const int64_t* wstep = pl_.main.wei_tap_step.data();
   mov(r_sz, r_xs);
   mov(r_wz, r_wei);
-  mov(r_cz, ptr[r_args + Off::nz]);
-  test(r_cz, r_cz);
-  jle(l_end, T_NEAR);
-  L(lz);
-  mov(r_sy, r_sz);
-  mov(r_wy, r_wz);
-  mov(r_cy, ptr[r_args + Off::ny]);
-  test(r_cy, r_cy);
-  jle(z_next, T_NEAR);
-  L(ly);
-  for (int64_t j = 0; j < x_taps(); ++j) emit_tap(b, vectors, j);
-  add_imm(r_sy, pl_.src_tap_step[1] * kFloat, r_tmp);
-  add_imm(r_wy, pl_.main.wei_tap_step[1] * kFloat, r_tmp);
-  dec(r_cy);
-  jnz(ly, T_NEAR);
-  L(z_next);
-  add_imm(r_sz, pl_.src_tap_step[0] * kFloat, r_tmp);
-  add_imm(r_wz, pl_.main.wei_tap_step[0] * kFloat, r_tmp);
-  dec(r_cz);
-  jnz(lz, T_NEAR);
-  L(l_end);
+  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * kFloat, wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
+    mov(r_sy, r_sz);
+    mov(r_wy, r_wz);
+    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * kFloat, wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp,
+                  [&] {
+                    for (int64_t j = 0; j < x_taps(); ++j) emit_tap(b, vectors, j);
+                  });
+  });
   emit_store(b, vectors);
 }
 

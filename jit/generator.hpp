@@ -26,6 +26,27 @@ class Generator : public Xbyak::CodeGenerator {
     vzeroupper();
     ret();
   }
+  // A counted loop over the valid taps of one axis: `count` loaded from `count_at` (zero or less skips the
+  // body), and after each pass the source and weight pointers step by constant byte distances.
+  struct TapLoop {
+    Xbyak::Reg64 count, src, wei;
+    int64_t src_step, wei_step;
+  };
+  template <typename Body>
+  void emit_tap_loop(const TapLoop& t, const Xbyak::Address& count_at, const Xbyak::Reg64& tmp, Body body) {
+    Xbyak::Label l_loop, l_done;
+    mov(t.count, count_at);
+    test(t.count, t.count);
+    jle(l_done, T_NEAR);
+    L(l_loop);
+    body();
+    add_imm(t.src, t.src_step, tmp);
+    add_imm(t.wei, t.wei_step, tmp);
+    dec(t.count);
+    jnz(l_loop, T_NEAR);
+    L(l_done);
+  }
+
   // add reg, imm for any 64-bit immediate; `tmp` is clobbered only when the value needs 64 bits.
   void add_imm(const Xbyak::Reg64& reg, int64_t v, const Xbyak::Reg64& tmp) {
     if (v == 0) return;

@@ -90,45 +90,25 @@ void RowKernelGenerator::emit_block() {
 
 // z, y, x loops over the valid taps of the phase; counts come from the caller, steps are constants.
 void RowKernelGenerator::emit_tap_loops() {
-  Label lz, ly, lx, z_next, y_next, l_end;
+  const int64_t* sstep = pl_.src_tap_step.data();
+  const int64_t* wstep = bk_->wei_tap_step.data();
   mov(r_sz, r_src);
   if (pl_.oc_loop > 1)
     mov(r_wz, r_wob);
   else
     mov(r_wz, ptr[r_args + Off::wei]);
-  mov(r_cz, ptr[r_args + Off::nz]);
-  test(r_cz, r_cz);
-  jle(l_end, T_NEAR);
-  L(lz);
-  mov(r_sy, r_sz);
-  mov(r_wy, r_wz);
-  mov(r_cy, ptr[r_args + Off::ny]);
-  test(r_cy, r_cy);
-  jle(z_next, T_NEAR);
-  L(ly);
-  mov(r_sx, r_sy);
-  mov(r_wx, r_wy);
-  mov(r_cx, ptr[r_args + Off::nx]);
-  test(r_cx, r_cx);
-  jle(y_next, T_NEAR);
-  L(lx);
-  emit_reduction();
-  // The reduction left r_sx / r_wx further on; step to the next tap from there.
-  add_imm(r_sx, pl_.src_tap_step[2] * kFloat - reduction_src_bytes(), r_ic);
-  add_imm(r_wx, bk_->wei_tap_step[2] * kFloat - reduction_wei_bytes(), r_ic);
-  dec(r_cx);
-  jnz(lx, T_NEAR);
-  L(y_next);
-  add_imm(r_sy, pl_.src_tap_step[1] * kFloat, r_ic);
-  add_imm(r_wy, bk_->wei_tap_step[1] * kFloat, r_ic);
-  dec(r_cy);
-  jnz(ly, T_NEAR);
-  L(z_next);
-  add_imm(r_sz, pl_.src_tap_step[0] * kFloat, r_ic);
-  add_imm(r_wz, bk_->wei_tap_step[0] * kFloat, r_ic);
-  dec(r_cz);
-  jnz(lz, T_NEAR);
-  L(l_end);
+  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * kFloat, wstep[0] * kFloat}, ptr[r_args + Off::nz], r_ic, [&] {
+    mov(r_sy, r_sz);
+    mov(r_wy, r_wz);
+    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * kFloat, wstep[1] * kFloat}, ptr[r_args + Off::ny], r_ic, [&] {
+      mov(r_sx, r_sy);
+      mov(r_wx, r_wy);
+      // The reduction leaves r_sx / r_wx further on; the step to the next tap starts from there.
+      const TapLoop x{r_cx, r_sx, r_wx, sstep[2] * kFloat - reduction_src_bytes(),
+                      wstep[2] * kFloat - reduction_wei_bytes()};
+      emit_tap_loop(x, ptr[r_args + Off::nx], r_ic, [&] { emit_reduction(); });
+    });
+  });
 }
 
 EmittedCode emit_kernel(const detail::Plan& plan) {
