@@ -10,6 +10,7 @@
 #include "jit/generator.hpp"
 #include "jit/kernel_abi.hpp"
 #include "runtime/cpu.hpp"
+#include "runtime/int_math.hpp"
 
 namespace deconvjit::jit {
 namespace {
@@ -19,7 +20,6 @@ using detail::Plan;
 using Off = KernelArgsOffsets;
 constexpr int kFloat = 4;
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // A lane range [lo, hi) of a vector that is real (loads: inside the input row; stores: inside the output
 // row). lo == 0 && hi == lanes is a plain access; lo >= hi means nothing to do.
@@ -79,8 +79,8 @@ class DepthwiseXGenerator : public Generator {
   int64_t stride() const { return pl_.axes[2].stride; }
   int64_t x_taps() const { return pl_.main.wei_k_floats / lanes(); }
   // Pads may be negative: floor division and its non-negative remainder.
-  int64_t pad_div() const { return floor_div(pl_.axes[2].pad_begin, stride()); }
-  int64_t pad_mod() const { return pl_.axes[2].pad_begin - pad_div() * stride(); }
+  int64_t pad_div() const { return detail::floor_div(pl_.axes[2].pad_begin, stride()); }
+  int64_t pad_mod() const { return detail::floor_mod(pl_.axes[2].pad_begin, stride()); }
   // Lanes of the loaded input vector that the permutation reads.
   int needed_lanes() const { return static_cast<int>((lanes() - 1 + pad_mod()) / stride() + 1); }
   int64_t per_channel_floats() const {
@@ -121,7 +121,7 @@ class DepthwiseXGenerator : public Generator {
   uint32_t live_lanes(int64_t j) const {
     uint32_t bits = 0;
     for (int l = 0; l < lanes(); ++l)
-      if ((l + pad_mod()) % stride() + stride() * j < pl_.axes[2].kernel) bits |= 1u << l;
+      if (detail::depthwise_x_kernel_x(pl_.axes[2], l, j) < pl_.axes[2].kernel) bits |= 1u << l;
     return bits;
   }
   int mask_index(const Lanes& l);
@@ -285,7 +285,7 @@ std::vector<Piece> make_pieces(const Plan& pl) {
   const int64_t lanes = pl.lanes, s = pl.axes[2].stride, in = pl.axes[2].in, out = pl.axes[2].out;
   const int64_t row_vectors = (out + lanes - 1) / lanes, u = pl.ur_w;
   const int64_t blocks = (row_vectors + u - 1) / u;
-  const int64_t taps = pl.main.wei_k_floats / lanes, pad_div = floor_div(pl.axes[2].pad_begin, s);
+  const int64_t taps = pl.main.wei_k_floats / lanes, pad_div = detail::floor_div(pl.axes[2].pad_begin, s);
   auto clean = [&](int64_t b) {
     if ((b + 1) * u > row_vectors || (b + 1) * u * lanes > out) return false;
     const int64_t lo = b * u * lanes / s + pad_div - (taps - 1);

@@ -192,6 +192,16 @@ void run_rows(const CompiledKernel& k, const float* src, const float* packed, fl
   }
 }
 
+// Calls f(0 .. n-1), on the pool or (small problems) on the calling thread.
+template <typename F>
+void for_rows(int64_t n, bool parallel, const F& f) {
+  if (!parallel) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  tbb::parallel_for(int64_t{0}, n, f);
+}
+
 // depthwise_x: a task is one output row of one chunk of channels, in NCX as the user gave it. The
 // register blocks of Plan::oc_vectors channels run in function 0, a remainder in function 1 (one each).
 void run_depthwise_x(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
@@ -221,12 +231,7 @@ void run_depthwise_x(const CompiledKernel& k, const float* src, const float* pac
     args.nblocks = channels % cb;
     k.fns[1][0](&args);
   };
-  const int64_t tasks = pl.batch * pl.oc_blocks * rows;
-  if (!pl.parallel) {
-    for (int64_t t = 0; t < tasks; ++t) task(t);
-    return;
-  }
-  tbb::parallel_for(int64_t{0}, tasks, task);
+  for_rows(pl.batch * pl.oc_blocks * rows, pl.parallel, task);
 }
 
 // gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of
@@ -257,12 +262,7 @@ void run_gemm_x(const CompiledKernel& k, const float* src, const float* packed, 
     for (int64_t g = rt * pl.row_chunk; g < g_end; ++g)
       for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(n, iz, g, ob);
   };
-  const int64_t tasks = pl.batch * oc_tiles * planes * row_tiles;
-  if (!pl.parallel) {
-    for (int64_t t = 0; t < tasks; ++t) task(t);
-    return;
-  }
-  tbb::parallel_for(int64_t{0}, tasks, task);
+  for_rows(pl.batch * oc_tiles * planes * row_tiles, pl.parallel, task);
 }
 
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.
@@ -291,15 +291,6 @@ void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_
     return;
   }
   tbb::parallel_for(int64_t{0}, tasks, body);
-}
-
-template <typename F>
-void for_rows(int64_t n, bool parallel, const F& f) {
-  if (!parallel) {
-    for (int64_t i = 0; i < n; ++i) f(i);
-    return;
-  }
-  tbb::parallel_for(int64_t{0}, n, f);
 }
 
 // The source the kernels read: NXC, rows of x widened by the plan's zero halo, in `out`.

@@ -39,8 +39,7 @@ void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
 // zero past the kernel (see runtime/plan_depthwise_x.cpp).
 void pack_depthwise_x(const Plan& pl, const UserWeights& uw, const std::array<int64_t, 3>& kd,
                       float* out) {
-  const int64_t s = pl.axes[2].stride, lanes = pl.lanes;
-  const int64_t pad_mod = ((pl.axes[2].pad_begin % s) + s) % s;  // pads may be negative
+  const int64_t lanes = pl.lanes;
   const int64_t taps = pl.main.wei_k_floats / lanes;
   const int64_t per_channel = kd[0] * kd[1] * pl.main.wei_k_floats;
   tbb::parallel_for(int64_t{0}, pl.dst_channels, [&](int64_t c) {
@@ -48,7 +47,7 @@ void pack_depthwise_x(const Plan& pl, const UserWeights& uw, const std::array<in
     for (int64_t kzy = 0; kzy < kd[0] * kd[1]; ++kzy)
       for (int64_t j = 0; j < taps; ++j)
         for (int64_t l = 0; l < lanes; ++l) {
-          const int64_t kx = (l + pad_mod) % s + s * j;
+          const int64_t kx = depthwise_x_kernel_x(pl.axes[2], l, j);
           *dst++ = kx < kd[2] ? uw.at(c, 0, 0, kzy * kd[2] + kx) : 0.f;
         }
   });

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cpu.hpp"
+#include "runtime/int_math.hpp"
 
 namespace deconvjit::detail {
 
@@ -16,7 +17,6 @@ void check_hint(bool ok, const std::string& what) {
 
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Axis make_axis(const Problem& p, int i) {
   Axis a;
@@ -295,7 +295,6 @@ int64_t Plan::packed_weights_floats() const {
 
 namespace {
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // The inputs [lo, hi] that output o's phase taps reach before any clipping to the input row; false when
 // the phase has no taps. (The phase test and the first tap are those of schedule.cpp's axis_taps.)
@@ -496,8 +495,7 @@ std::string Plan::packing_signature() const {
   for (const Axis& a : axes) sig += '/' + std::to_string(a.kernel);
   // depthwise_x lanes hold x phases: which kernel x a lane sees depends on the stride and pad phase.
   if (algorithm == Algorithm::depthwise_x)
-    sig += "/x" + std::to_string(axes[2].stride) + ':' +
-           std::to_string(((axes[2].pad_begin % axes[2].stride) + axes[2].stride) % axes[2].stride);
+    sig += "/x" + std::to_string(axes[2].stride) + ':' + std::to_string(floor_mod(axes[2].pad_begin, axes[2].stride));
   return sig + "/s" + std::to_string(fold_stride);
 }
 

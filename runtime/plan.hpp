@@ -8,6 +8,7 @@
 #include <string>
 
 #include "deconvjit/deconvjit.hpp"
+#include "runtime/int_math.hpp"
 
 namespace deconvjit::detail {
 
@@ -130,6 +131,12 @@ struct Plan {
 
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
+
+// depthwise_x: the kernel x that lane `lane` of x tap `tap` sees, for vectors starting at a multiple of
+// the lane count (see runtime/plan_depthwise_x.cpp); at or past the kernel size the lane has no term.
+inline int64_t depthwise_x_kernel_x(const Axis& x, int64_t lane, int64_t tap) {
+  return (lane + floor_mod(x.pad_begin, x.stride)) % x.stride + x.stride * tap;
+}
 
 // Shared by the family planners (plan.cpp, plan_depthwise_x.cpp, plan_gemm_x.cpp).
 // Work below this runs on the calling thread: a TBB fork costs more than the arithmetic.

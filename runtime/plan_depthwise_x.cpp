@@ -8,12 +8,11 @@
 #include <algorithm>
 
 #include "runtime/cpu.hpp"
+#include "runtime/int_math.hpp"
 #include "runtime/plan.hpp"
 
 namespace deconvjit::detail {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Registers besides the accumulators: the permutation index, two input temporaries, and on AVX2 the
 // lane mask of a masked load (AVX-512 uses an opmask).

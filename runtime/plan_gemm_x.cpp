@@ -6,12 +6,11 @@
 #include <algorithm>
 
 #include "runtime/cpu.hpp"
+#include "runtime/int_math.hpp"
 #include "runtime/plan.hpp"
 
 namespace deconvjit::detail {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // 24 accumulators leave room for the input vectors (up to 3) and two broadcasts, as in the row families.
 constexpr int kAccumulators = 24;

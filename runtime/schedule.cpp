@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
+#include "runtime/int_math.hpp"
+
 namespace deconvjit::detail {
 namespace {
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t ceil_div_signed(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
 // A run of pixels with an identical tap pattern: consecutive pixels of one phase (i0 advances by one
 // per pixel), or, when blocking across images, one output x in every image.
