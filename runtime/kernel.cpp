@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "jit/deconv_kernels.hpp"
+#include "runtime/buffer.hpp"
 #include "runtime/compiled_kernel.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -133,9 +134,10 @@ const uint8_t* Kernel::code() const { return detail::weights_owner(*impl_).code-
 size_t Kernel::code_size() const { return detail::weights_owner(*impl_).code->size(); }
 double Kernel::compile_ms() const { return impl_->compile_ms; }
 
-PackedWeights Kernel::pack_weights(const float* weights) const {
+PackedWeights Kernel::pack_weights(ConstBuffer weights) const {
   if (!impl_) throw Error(Error::Kind::InvalidArgument, "pack_weights on an empty Kernel");
-  if (!weights) throw Error(Error::Kind::InvalidArgument, "pack_weights: weights is null");
+  const Problem& p = impl_->problem;
+  detail::check_buffer(weights, p.dtype, p.weights_elements(), "pack_weights: weights");
   const size_t floats = static_cast<size_t>(detail::weights_owner(*impl_).plan.packed_weights_floats());
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, std::max<size_t>(floats, 1) * sizeof(float)) != 0)
@@ -145,27 +147,30 @@ PackedWeights Kernel::pack_weights(const float* weights) const {
   pw.bytes_ = floats * sizeof(float);
   pw.kernel_name_ = impl_->plan.name;
   pw.layout_ = impl_->plan.packing;
-  detail::pack_weights_into(*impl_, weights, pw.data_.get());
+  detail::pack_weights_into(*impl_, static_cast<const float*>(weights.data), pw.data_.get());
   return pw;
 }
 
-void Kernel::execute(const float* src, const PackedWeights& w, float* dst) const {
+void Kernel::execute(ConstBuffer src, const PackedWeights& w, Buffer dst) const {
   if (!impl_) throw Error(Error::Kind::InvalidArgument, "execute on an empty Kernel");
-  if (!src || !dst || !w.data())
-    throw Error(Error::Kind::InvalidArgument, "execute: src, weights and dst must not be null");
+  const Problem& p = impl_->problem;
+  detail::check_buffer(src, p.dtype, p.src_elements(), "execute: src");
+  detail::check_buffer(dst, p.dtype, p.dst_elements(), "execute: dst");
+  if (!w.data()) throw Error(Error::Kind::InvalidArgument, "execute: weights were never packed");
   if (w.layout_ != impl_->plan.packing ||
       w.size_bytes() !=
           static_cast<size_t>(detail::weights_owner(*impl_).plan.packed_weights_floats()) * sizeof(float))
     throw Error(Error::Kind::InvalidArgument, "execute: weights were packed for kernel '" +
                                                   w.kernel_name() + "', not '" + impl_->plan.name + "'");
   const auto t0 = detail::Clock::now();
-  detail::execute_kernel(*impl_, src, w.data(), dst);
+  detail::execute_kernel(*impl_, static_cast<const float*>(src.data), w.data(),
+                         static_cast<float*>(dst.data));
   if (detail::verbose())
     std::fprintf(stderr, "deconvjit: execute %s %.3f ms\n", impl_->plan.name.c_str(),
                  detail::ms_since(t0));
 }
 
-void Kernel::execute(const float* src, const float* weights, float* dst) const {
+void Kernel::execute(ConstBuffer src, ConstBuffer weights, Buffer dst) const {
   execute(src, pack_weights(weights), dst);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "deconvjit/deconvjit.hpp"
+#include "runtime/buffer.hpp"
 
 namespace deconvjit {
 namespace {
@@ -153,17 +154,32 @@ void gather(const Problem& p, const float* src, const float* weights, double* ds
   }
 }
 
-}  // namespace
-
-void reference(const Problem& p, const float* src, const float* weights, float* dst) {
-  std::vector<double> acc(static_cast<size_t>(p.dst_elements()));
-  gather(p, src, weights, acc.data(), nullptr);
-  for (size_t e = 0; e < acc.size(); ++e) dst[e] = static_cast<float>(acc[e]);
+// The oracle reads f32 only for now: the checks below name the type it was given otherwise.
+void check_inputs(const Problem& p, const ConstBuffer& src, const ConstBuffer& weights) {
+  if (p.dtype != DType::f32)
+    throw Error(Error::Kind::Unsupported,
+                std::string("reference: dtype ") + to_string(p.dtype) + " is not supported yet");
+  detail::check_buffer(src, p.dtype, p.src_elements(), "reference: src");
+  detail::check_buffer(weights, p.dtype, p.weights_elements(), "reference: weights");
 }
 
-void reference_with_bound(const Problem& p, const float* src, const float* weights, double* dst,
+}  // namespace
+
+void reference(const Problem& p, ConstBuffer src, ConstBuffer weights, Buffer dst) {
+  check_inputs(p, src, weights);
+  detail::check_buffer(dst, p.dtype, p.dst_elements(), "reference: dst");
+  std::vector<double> acc(static_cast<size_t>(p.dst_elements()));
+  gather(p, static_cast<const float*>(src.data), static_cast<const float*>(weights.data), acc.data(),
+         nullptr);
+  float* out = static_cast<float*>(dst.data);
+  for (size_t e = 0; e < acc.size(); ++e) out[e] = static_cast<float>(acc[e]);
+}
+
+void reference_with_bound(const Problem& p, ConstBuffer src, ConstBuffer weights, double* dst,
                           double* abs_sum) {
-  gather(p, src, weights, dst, abs_sum);
+  check_inputs(p, src, weights);
+  if (!dst || !abs_sum) throw Error(Error::Kind::InvalidArgument, "reference: dst and abs_sum must not be null");
+  gather(p, static_cast<const float*>(src.data), static_cast<const float*>(weights.data), dst, abs_sum);
 }
 
 }  // namespace deconvjit

@@ -139,6 +139,31 @@ struct DiskCacheEntry {
 std::vector<DiskCacheEntry> disk_cache_entries(const std::string& dir);  // sorted by file name
 size_t disk_cache_clear(const std::string& dir);  // removes entries and stale temporaries; returns count
 
+// Tensor memory as the API takes it: a pointer, the element type and the element count, so every call
+// checks what it is given against the problem (a wrong type or size is an InvalidArgument error, never a
+// read past the end). The same form serves the C++ API and the Python module. f32 is `float`; f16 and
+// bf16 elements are their 16 bits in a `uint16_t`. Views only: the caller owns the memory.
+struct ConstBuffer {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  size_t elements = 0;
+  ConstBuffer() = default;
+  ConstBuffer(const void* d, DType t, size_t n) : data(d), dtype(t), elements(n) {}
+  ConstBuffer(const float* d, size_t n) : data(d), dtype(DType::f32), elements(n) {}
+  ConstBuffer(const std::vector<float>& v) : ConstBuffer(v.data(), v.size()) {}  // NOLINT: a view
+};
+struct Buffer {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  size_t elements = 0;
+  Buffer() = default;
+  Buffer(void* d, DType t, size_t n) : data(d), dtype(t), elements(n) {}
+  Buffer(float* d, size_t n) : data(d), dtype(DType::f32), elements(n) {}
+  Buffer(std::vector<float>& v) : Buffer(v.data(), v.size()) {}  // NOLINT: a view
+  operator ConstBuffer() const { return {data, dtype, elements}; }  // NOLINT: a narrower view
+};
+size_t dtype_size(DType t);  // bytes per element
+
 class Kernel;
 
 // Weights in the kernel's packed layout. Keep it next to the Kernel that made it.
@@ -171,11 +196,12 @@ class Kernel {
   size_t code_size() const;
   double compile_ms() const;        // time the JIT took for this kernel (0 if loaded from the disk cache)
 
-  PackedWeights pack_weights(const float* weights) const;  // weights in the descriptor's weights_format
-  // src, dst in the descriptor's data_format. Thread-safe; uses the caller's task_arena if any.
-  void execute(const float* src, const PackedWeights& weights, float* dst) const;
+  PackedWeights pack_weights(ConstBuffer weights) const;  // weights in the descriptor's weights_format
+  // src, dst in the descriptor's data_format. Thread-safe; uses the caller's task_arena if any. dst is
+  // written only after every argument has been checked.
+  void execute(ConstBuffer src, const PackedWeights& weights, Buffer dst) const;
   // Convenience: packs on the fly (slow for repeated calls).
-  void execute(const float* src, const float* weights, float* dst) const;
+  void execute(ConstBuffer src, ConstBuffer weights, Buffer dst) const;
 
   explicit operator bool() const { return static_cast<bool>(impl_); }
   const detail::CompiledKernel* impl() const { return impl_.get(); }
@@ -194,9 +220,11 @@ bool isa_available(Isa isa);
 Isa isa_from_string(const std::string& s);  // "avx2", "avx512_core", "best"; throws InvalidArgument
 
 // The oracle: scalar, accumulates in double. src, weights, dst in the descriptor's layouts. Never fast.
-void reference(const Problem& p, const float* src, const float* weights, float* dst);
-// Same, also returning per-element sum of |x*w| (for tolerances); `abs_sum` has dst_elements() entries.
-void reference_with_bound(const Problem& p, const float* src, const float* weights, double* dst,
+// Buffers are checked against the problem (type and element count) like execute()'s.
+void reference(const Problem& p, ConstBuffer src, ConstBuffer weights, Buffer dst);
+// Same, also returning per-element sum of |x*w| (for tolerances); `dst` and `abs_sum` have
+// dst_elements() entries.
+void reference_with_bound(const Problem& p, ConstBuffer src, ConstBuffer weights, double* dst,
                           double* abs_sum);
 
 }  // namespace deconvjit

@@ -245,7 +245,7 @@ TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {
   const Problem p = resolve(d);
   std::vector<float> src(p.src_elements(), 1.f), wei(p.weights_elements(), 0.5f), dst(p.dst_elements(), -1.f);
   src[3 * 20 + 7] = std::numeric_limits<float>::infinity();
-  k.execute(src.data(), k.pack_weights(wei.data()), dst.data());
+  k.execute(src, k.pack_weights(wei), dst);
   const int64_t ow = p.out.back();  // (20 - 1) * 4 + 3 = 79
   for (int64_t c = 0; c < 16; ++c)
     for (int64_t x = 0; x < ow; ++x) {

@@ -100,7 +100,7 @@ Prepared prepare(const DeconvTester& t, uint64_t seed = 11) {
   r.p = resolve(t.descriptor());
   r.ops = verify::random_operands(r.p, seed);
   r.k = compile(t.descriptor(), t.options());
-  r.w = r.k.pack_weights(r.ops.weights.data());
+  r.w = r.k.pack_weights(r.ops.weights);
   r.plan = nlohmann::json::parse(r.k.plan_text());
   return r;
 }
@@ -108,13 +108,13 @@ Prepared prepare(const DeconvTester& t, uint64_t seed = 11) {
 std::vector<float> run_in_arena(const Prepared& r, int threads, const float* src = nullptr) {
   std::vector<float> dst(static_cast<size_t>(r.p.dst_elements()), std::nanf(""));
   tbb::task_arena arena(threads);
-  arena.execute([&] { r.k.execute(src ? src : r.ops.src.data(), r.w, dst.data()); });
+  arena.execute([&] { r.k.execute(src ? ConstBuffer(src, r.ops.src.size()) : ConstBuffer(r.ops.src), r.w, dst); });
   return dst;
 }
 
 void expect_matches_reference(const Prepared& r, const std::vector<float>& got) {
   std::vector<double> want(got.size()), mag(got.size());
-  reference_with_bound(r.p, r.ops.src.data(), r.ops.weights.data(), want.data(), mag.data());
+  reference_with_bound(r.p, r.ops.src, r.ops.weights, want.data(), mag.data());
   const verify::Comparison c = verify::compare(r.p, got.data(), want.data(), mag.data(), r.p.dst_elements());
   EXPECT_TRUE(c.ok) << c.failures << " elements outside tolerance, " << r.k.name();
 }
@@ -149,7 +149,7 @@ TEST_P(Threads, BitwiseIdenticalForAnyThreadCount) {
   // Repeated runs in the default arena, too.
   std::vector<float> dflt(one.size(), std::nanf(""));
   for (int rep = 0; rep < 3; ++rep) {
-    r.k.execute(r.ops.src.data(), r.w, dflt.data());
+    r.k.execute(r.ops.src, r.w, dflt);
     EXPECT_TRUE(same_bits(one, dflt)) << "default arena, run " << rep;
   }
 }
@@ -175,7 +175,7 @@ TEST(ThreadLimits, ArenaOfOneKeepsTheWorkOnTheCallingThread) {
   const Prepared r = prepare(DeconvTester().batch(2).channels(32, 48).input({24, 24}).kernel({3, 3}).stride({2, 2}));
   ASSERT_TRUE(r.plan.at("parallel").get<bool>());
   std::vector<float> want(static_cast<size_t>(r.p.dst_elements()));
-  r.k.execute(r.ops.src.data(), r.w, want.data());  // warms up the workers in the default arena
+  r.k.execute(r.ops.src, r.w, want);  // warms up the workers in the default arena
   expect_matches_reference(r, want);
 
   // Control: without a limit, workers join the default arena (or the machine has a single core).
@@ -184,7 +184,7 @@ TEST(ThreadLimits, ArenaOfOneKeepsTheWorkOnTheCallingThread) {
     WorkerCounter counter;
     std::vector<float> got(want.size());
     for (int rep = 0; rep < 50 && counter.workers.load() == 0; ++rep)
-      r.k.execute(r.ops.src.data(), r.w, got.data());
+      r.k.execute(r.ops.src, r.w, got);
     control = counter.workers.load();
   }
 
@@ -197,7 +197,7 @@ TEST(ThreadLimits, ArenaOfOneKeepsTheWorkOnTheCallingThread) {
     single.execute([&] {
       concurrency = tbb::this_task_arena::max_concurrency();
       const int before = counter.workers.load();
-      for (int rep = 0; rep < 5; ++rep) r.k.execute(r.ops.src.data(), r.w, got.data());
+      for (int rep = 0; rep < 5; ++rep) r.k.execute(r.ops.src, r.w, got);
       entered = counter.workers.load() - before;
     });
   }
@@ -238,7 +238,7 @@ TEST_P(ConcurrentExecute, FromStdThreads) {
       std::vector<float> dst(want[i].size());
       for (int rep = 0; rep < kReps; ++rep) {
         std::fill(dst.begin(), dst.end(), std::nanf(""));
-        r.k.execute(srcs[i].data(), r.w, dst.data());
+        r.k.execute(srcs[i], r.w, dst);
         if (!same_bits(dst, want[i])) ++mismatches;
       }
     });
@@ -279,7 +279,7 @@ TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
         thread_local int depth = 0;
         if (depth > 0) ++nested;  // this call runs inside another one's wait
         ++depth;
-        r.k.execute(srcs[i].data(), r.w, got[i].data());
+        r.k.execute(srcs[i], r.w, got[i]);
         --depth;
       });
     });

@@ -94,7 +94,7 @@ Descriptor problem() {
 std::vector<float> run(const Kernel& k, uint64_t seed = 7) {
   const verify::Operands ops = verify::random_operands(k.problem(), seed);
   std::vector<float> dst(static_cast<size_t>(k.problem().dst_elements()));
-  k.execute(ops.src.data(), ops.weights.data(), dst.data());
+  k.execute(ops.src, ops.weights, dst);
   return dst;
 }
 

@@ -46,9 +46,9 @@ Options opts(Isa isa = Isa::best) {
   const Problem& p = k.problem();
   const verify::Operands ops = verify::random_operands(p, seed);
   std::vector<float> got(static_cast<size_t>(p.dst_elements()), std::nanf(""));
-  k.execute(ops.src.data(), ops.weights.data(), got.data());
+  k.execute(ops.src, ops.weights, got);
   std::vector<double> want(got.size()), mag(got.size());
-  reference_with_bound(p, ops.src.data(), ops.weights.data(), want.data(), mag.data());
+  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
   const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
   if (c.ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << c.failures << " elements wrong, kernel " << k.name();

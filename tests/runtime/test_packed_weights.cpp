@@ -33,10 +33,10 @@ TEST(PackedWeights, ServeTheSameLayerAtAnotherBatchSize) {
   const Kernel k1 = compile(layer(1, 24)), k3 = compile(layer(3, 24));
   const std::vector<float> w = random_floats(static_cast<size_t>(k1.problem().weights_elements()), 1);
   const std::vector<float> src = random_floats(static_cast<size_t>(k3.problem().src_elements()), 2);
-  const PackedWeights once = k1.pack_weights(w.data());
+  const PackedWeights once = k1.pack_weights(w);
   std::vector<float> a(static_cast<size_t>(k3.problem().dst_elements())), b(a.size());
-  k3.execute(src.data(), once, a.data());                  // packed by the batch-1 kernel
-  k3.execute(src.data(), k3.pack_weights(w.data()), b.data());
+  k3.execute(src, once, a);                  // packed by the batch-1 kernel
+  k3.execute(src, k3.pack_weights(w), b);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
@@ -46,7 +46,7 @@ TEST(PackedWeights, AnotherLayerIsRefusedWithoutTouchingDst) {
   const std::vector<float> src = random_floats(static_cast<size_t>(mine.problem().src_elements()), 4);
   std::vector<float> dst(static_cast<size_t>(mine.problem().dst_elements()), 7.f);
   try {
-    mine.execute(src.data(), other.pack_weights(w.data()), dst.data());
+    mine.execute(src, other.pack_weights(w), dst);
     FAIL() << "weights packed for " << other.name() << " ran on " << mine.name();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument);

@@ -20,7 +20,7 @@ std::vector<float> run_reference(const Problem& p, const std::vector<float>& src
   EXPECT_EQ(static_cast<int64_t>(src.size()), p.src_elements());
   EXPECT_EQ(static_cast<int64_t>(w.size()), p.weights_elements());
   std::vector<float> dst(static_cast<size_t>(p.dst_elements()), std::nanf(""));
-  reference(p, src.data(), w.data(), dst.data());
+  reference(p, src, w, dst);
   return dst;
 }
 
@@ -150,7 +150,7 @@ TEST(Reference, BoundIsSumOfMagnitudes) {
   const Problem p = resolve(d);
   const std::vector<float> x{1, -2, 3}, w{1, 10, 100};
   std::vector<double> dst(3), mag(3);
-  reference_with_bound(p, x.data(), w.data(), dst.data(), mag.data());
+  reference_with_bound(p, x, w, dst.data(), mag.data());
   EXPECT_EQ(dst[1], 83.0);
   EXPECT_EQ(mag[1], 123.0);
   EXPECT_EQ(dst[0], 10.0 - 2.0);

@@ -120,8 +120,8 @@ void DeconvTester::Test() const {
   Kernel k;
   try {
     k = compile(d, options());
-    const PackedWeights packed = k.pack_weights(ops.weights.data());
-    run_with_threads(threads_, [&] { k.execute(ops.src.data(), packed, dst); });
+    const PackedWeights packed = k.pack_weights(ops.weights);
+    run_with_threads(threads_, [&] { k.execute(ops.src, packed, Buffer(dst, static_cast<size_t>(p.dst_elements()))); });
   } catch (const std::exception& e) {
     FAIL() << "compile/execute threw for " << p.canonical << ": " << e.what();
   }
@@ -130,7 +130,7 @@ void DeconvTester::Test() const {
         << "execute wrote outside dst (guard " << g << ") for " << p.canonical;
   }
   std::vector<double> want(static_cast<size_t>(p.dst_elements())), mag(want.size());
-  reference_with_bound(p, ops.src.data(), ops.weights.data(), want.data(), mag.data());
+  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
   const verify::Comparison c = verify::compare(p, dst, want.data(), mag.data(), p.dst_elements());
   EXPECT_TRUE(c.ok) << report(p, k, c);
 }

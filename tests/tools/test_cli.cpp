@@ -138,7 +138,7 @@ TEST_F(Cli, RunJitAndReferenceAgreeWithinTolerance) {
     ASSERT_EQ(r.code, 0) << r.err;
 
     std::vector<double> want(p.dst_elements()), mag(want.size());
-    reference_with_bound(p, ops.src.data(), ops.weights.data(), want.data(), mag.data());
+    reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
     const auto ref = read_floats("ref.bin"), jit = read_floats("jit.bin");
     ASSERT_EQ(static_cast<int64_t>(ref.size()), p.dst_elements());
     ASSERT_EQ(static_cast<int64_t>(jit.size()), p.dst_elements());

@@ -56,7 +56,7 @@ class Warm : public CliTest {
 std::vector<float> run_kernel(const Kernel& k) {
   const verify::Operands ops = verify::random_operands(k.problem(), 3);
   std::vector<float> dst(static_cast<size_t>(k.problem().dst_elements()));
-  k.execute(ops.src.data(), ops.weights.data(), dst.data());
+  k.execute(ops.src, ops.weights, dst);
   return dst;
 }
 

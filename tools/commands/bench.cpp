@@ -61,8 +61,12 @@ struct Row {
 // The operands of one problem: 64-byte aligned, seeded, in the descriptor's layouts.
 struct Buffers {
   bench::AlignedFloats src, weights, dst, other;
+  size_t n_src, n_weights, n_dst;
+  ConstBuffer src_view() const { return {src.get(), n_src}; }
+  ConstBuffer weights_view() const { return {weights.get(), n_weights}; }
+  Buffer dst_view() const { return {dst.get(), n_dst}; }
   Buffers(const Problem& p, uint64_t seed)
-      : src(bench::aligned_floats(p.src_elements())), weights(bench::aligned_floats(p.weights_elements())),
+      : n_src(p.src_elements()), n_weights(p.weights_elements()), n_dst(p.dst_elements()), src(bench::aligned_floats(p.src_elements())), weights(bench::aligned_floats(p.weights_elements())),
         dst(bench::aligned_floats(p.dst_elements())), other(bench::aligned_floats(p.dst_elements())) {
     bench::fill_random(src.get(), p.src_elements(), seed);
     bench::fill_random(weights.get(), p.weights_elements(), ~seed);
@@ -87,9 +91,9 @@ std::string verify_kernel(const std::string& row, const Problem& p, const Kernel
                           const PackedWeights& packed, Buffers& b) {
   const int64_t n = p.dst_elements();
   std::fill(b.dst.get(), b.dst.get() + n, std::numeric_limits<float>::quiet_NaN());  // unwritten = fail
-  kernel.execute(b.src.get(), packed, b.dst.get());
+  kernel.execute(b.src_view(), packed, b.dst_view());
   std::vector<double> want(static_cast<size_t>(n)), mag(static_cast<size_t>(n));
-  reference_with_bound(p, b.src.get(), b.weights.get(), want.data(), mag.data());
+  reference_with_bound(p, b.src_view(), b.weights_view(), want.data(), mag.data());
   const verify::Comparison c = verify::compare(p, b.dst.get(), want.data(), mag.data(), n);
   if (c.ok) return "ok";
   std::cerr << "warning: " << row << " (" << kernel.name() << "): " << c.failures << " of " << n
@@ -127,7 +131,7 @@ bool cross_check(const std::string& row, const char* variant, const std::functio
 // Ours, then oneDNN's variants when possible, timed in interleaved batches.
 void time_row(const Context& ctx, const Problem& p, const Kernel& kernel, const PackedWeights& packed,
               Buffers& b, Row& row) {
-  std::vector<std::function<void()>> variants{[&] { kernel.execute(b.src.get(), packed, b.dst.get()); }};
+  std::vector<std::function<void()>> variants{[&] { kernel.execute(b.src_view(), packed, b.dst_view()); }};
   variants[0]();  // the cross-check below compares with this result
 #if !DECONVJIT_HAVE_ONEDNN
   (void)p;
@@ -186,7 +190,7 @@ Row bench_case(const Context& ctx, const bench::BenchCase& c) {
   row.kernel = kernel.name();
   row.isa = kernel.isa();
   Buffers b(p, ctx.args.seed);
-  const PackedWeights packed = kernel.pack_weights(b.weights.get());
+  const PackedWeights packed = kernel.pack_weights(b.weights_view());
   if (ctx.args.verify) row.verify = verify_kernel(row.name, p, kernel, packed, b);
   time_row(ctx, p, kernel, packed, b, row);
   add_rates(ctx, row);

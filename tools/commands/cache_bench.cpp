@@ -67,7 +67,7 @@ double first_call_ms(const Descriptor& d, const Options& o, const std::vector<fl
                      const std::vector<float>& wei, std::vector<float>& dst) {
   const auto t0 = Clock::now();
   const Kernel k = compile(d, o);
-  k.execute(src.data(), k.pack_weights(wei.data()), dst.data());
+  k.execute(src, k.pack_weights(wei), dst);
   return ms_since(t0);
 }
 
@@ -113,7 +113,7 @@ int run_pass(const std::vector<Descriptor>& ds, const std::string& dir, const st
     const auto t0 = Clock::now();
     const Kernel k = compile(d, o);
     compile_total += ms_since(t0);
-    k.execute(src.data(), k.pack_weights(wei.data()), dst.data());
+    k.execute(src, k.pack_weights(wei), dst);
     first_total += ms_since(t0);
   }
   std::printf("%.3f %.3f\n", compile_total, first_total);

@@ -31,13 +31,13 @@ int check(const CheckArgs& a) {
   options.max_isa = resolve_isa(isa_from_string(a.isa));  // throws IsaUnavailable before any work
   const Kernel kernel = compile(d, options);
   const verify::Operands ops = verify::random_operands(p, a.seed);
-  const PackedWeights packed = kernel.pack_weights(ops.weights.data());
+  const PackedWeights packed = kernel.pack_weights(ops.weights);
   // NaN marks elements the kernel never wrote; they then fail the comparison.
   std::vector<float> got(static_cast<size_t>(p.dst_elements()), std::numeric_limits<float>::quiet_NaN());
-  run_with_threads(a.threads, [&] { kernel.execute(ops.src.data(), packed, got.data()); });
+  run_with_threads(a.threads, [&] { kernel.execute(ops.src, packed, got); });
 
   std::vector<double> want(got.size()), mag(got.size());
-  reference_with_bound(p, ops.src.data(), ops.weights.data(), want.data(), mag.data());
+  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
   const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
 
   nlohmann::ordered_json out;

@@ -21,9 +21,9 @@ int run(const RunArgs& a) {
   const auto weights = read_f32_file(a.weights, p.weights_elements(), "weights");
   std::vector<float> dst(static_cast<size_t>(p.dst_elements()));
   if (a.reference) {
-    reference(p, src.data(), weights.data(), dst.data());
+    reference(p, src, weights, dst);
   } else {
-    compile(d, options).execute(src.data(), weights.data(), dst.data());
+    compile(d, options).execute(src, weights, dst);
   }
   write_file_atomically(a.dst, dst.data(), dst.size() * sizeof(float));
   return kOk;
