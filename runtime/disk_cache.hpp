@@ -46,7 +46,6 @@ void forget_checked_dirs();
 // The cache key: canonical descriptor, ISA and tuning hints (the library version is checked, not keyed,
 // so an upgrade rewrites entries in place instead of leaving the old ones behind).
 std::string disk_key(const std::string& canonical, Isa isa, const TuningHints& hints);
-std::string hints_text(const TuningHints& hints);  // the key's hints part: compact JSON, sorted keys
 std::string entry_file_name(const std::string& key);  // 16 hex digits of a hash of the key + ".djk"
 uint64_t fnv1a64(const void* data, size_t bytes, uint64_t h = 14695981039346656037ull);
 // The 64-bit checksum of both checksummed regions (`seed` tells them apart).

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "runtime/disk_cache.hpp"
+#include "runtime/hints.hpp"
 
 // Released builds are told apart by version(). During development the code generator changes while the
 // version stays, so the build may generate a fingerprint of its sources (cmake/deconvjit_build_id.cmake)
@@ -38,37 +39,6 @@ T load_le(const uint8_t* p) {
 template <typename T>
 void store_le(uint8_t* p, T v) {
   std::memcpy(p, &v, sizeof v);
-}
-
-// Every hint is part of the key: two requests that differ in any hint may get different code. A new
-// field in TuningHints must be added here, below and in hints_text; this tripwire makes sure of it.
-static_assert(sizeof(TuningHints) == 6 * sizeof(int) + 2 * sizeof(std::string) + 8,
-              "TuningHints changed: add the new field to hints_json, hints_from_json and hints_text");
-
-Json hints_json(const TuningHints& h) {
-  return Json{{"ur_w", h.ur_w},       {"oc_vectors", h.oc_vectors}, {"ic_unroll", h.ic_unroll},
-              {"x_split", h.x_split}, {"algorithm", h.algorithm},   {"layout", h.layout},
-              {"x_halo", h.x_halo},   {"ic_block", h.ic_block}};
-}
-
-TuningHints hints_from_json(const Json& j) {
-  TuningHints h;
-  h.ur_w = j.at("ur_w").get<int>();
-  h.oc_vectors = j.at("oc_vectors").get<int>();
-  h.ic_unroll = j.at("ic_unroll").get<int>();
-  h.x_split = j.at("x_split").get<int>();
-  h.algorithm = j.at("algorithm").get<std::string>();
-  h.layout = j.at("layout").get<std::string>();
-  h.x_halo = j.at("x_halo").get<int>();
-  h.ic_block = j.at("ic_block").get<int>();
-  return h;
-}
-
-// Printable ASCII other than '"' and '\\' is written by JSON exactly as it is.
-bool json_plain(const std::string& s) {
-  for (char c : s)
-    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
-  return true;
 }
 
 uint32_t isa_code(Isa isa) { return isa == Isa::avx2 ? 1 : isa == Isa::avx512_core ? 2 : 0; }
@@ -197,18 +167,8 @@ uint64_t entry_hash(const uint8_t* data, size_t bytes, uint64_t seed) {
 
 uint64_t code_checksum(const uint8_t* code, size_t bytes) { return entry_hash(code, bytes, kCodeSeed); }
 
-std::string hints_text(const TuningHints& h) {
-  if (!json_plain(h.algorithm) || !json_plain(h.layout)) return hints_json(h).dump();
-  // The same text as hints_json(h).dump() (a test holds them equal) at a tenth of its cost.
-  auto num = [](const char* name, int v) { return std::string(",\"") + name + "\":" + std::to_string(v); };
-  return "{\"algorithm\":\"" + h.algorithm + '"' + num("ic_block", h.ic_block) +
-         num("ic_unroll", h.ic_unroll) +
-         ",\"layout\":\"" + h.layout + '"' + num("oc_vectors", h.oc_vectors) + num("ur_w", h.ur_w) +
-         num("x_halo", h.x_halo) + num("x_split", h.x_split) + '}';
-}
-
 std::string disk_key(const std::string& canonical, Isa isa, const TuningHints& hints) {
-  return canonical + '|' + to_string(isa) + '|' + hints_text(hints);
+  return canonical + '|' + to_string(isa) + '|' + hints_key_text(hints);
 }
 
 std::string entry_file_name(const std::string& key) {
@@ -402,7 +362,7 @@ std::vector<uint8_t> encode_entry(const CompiledKernel& k, Isa isa, const Tuning
   meta["library_version"] = p.version;
   meta["build_id"] = p.build_id;
   meta["cpu_features"] = required_features(isa);
-  meta["hints"] = hints_json(hints);
+  meta["hints"] = Json::parse(to_json(hints));  // only the fields that are set
   meta["kernel"] = k.plan.name;
   meta["plan"] = k.plan.to_json();  // for people; the loader compares the header's plan hash
   meta["code_size"] = p.code.size();
@@ -428,7 +388,7 @@ EntryClaims read_claims(const std::vector<uint8_t>& file) {
   c.kernel_name = field<std::string>(meta, "kernel");
   c.code_size = parts.code.size();
   try {
-    c.hints = hints_from_json(meta.at("hints"));
+    c.hints = hints_from_json(meta.at("hints").dump());
   } catch (const Json::exception&) {
     reject("metadata field 'hints' is missing or malformed");
   }

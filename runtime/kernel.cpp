@@ -10,6 +10,7 @@
 #include "jit/deconv_kernels.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/hints.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 
@@ -29,11 +30,6 @@ bool verbose() {
     return e && *e && std::strcmp(e, "0") != 0;
   }();
   return v;
-}
-
-std::string hints_key(const TuningHints& h) {
-  return std::to_string(h.ur_w) + ',' + std::to_string(h.oc_vectors) + ',' +
-         std::to_string(h.ic_unroll) + ',' + std::to_string(h.x_split) + ',' + h.algorithm + ',' + h.layout + ',' + std::to_string(h.x_halo) + ',' + std::to_string(h.ic_block);
 }
 
 }  // namespace
@@ -80,7 +76,7 @@ std::string raw_key(const Descriptor& d, Isa isa, const TuningHints& h) {
                 static_cast<int>(d.weights_format), static_cast<int>(d.dtype),
                 static_cast<int>(d.weights_dtype), static_cast<int>(isa)})
     put(e);
-  return k + hints_key(h);
+  return k + hints_key_text(h);
 }
 
 }  // namespace
@@ -113,7 +109,7 @@ Kernel compile(const Descriptor& d, const Options& options) {
     std::optional<std::string> key = cache.alias(raw);
     if (!key) {
       key = problem().canonical + '|' + to_string(isa) + '|' + version() + '|' +
-            detail::hints_key(options.hints);
+            detail::hints_key_text(options.hints);
       cache.add_alias(raw, *key);
     }
     found = cache.get_or_build(*key, build);
@@ -130,6 +126,7 @@ const Problem& Kernel::problem() const { return impl_->problem; }
 const std::string& Kernel::name() const { return impl_->plan.name; }
 Isa Kernel::isa() const { return impl_->plan.isa; }
 std::string Kernel::plan_text() const { return impl_->plan.to_json(); }
+const TuningHints& Kernel::choices() const { return impl_->plan.choices; }
 const uint8_t* Kernel::code() const { return detail::weights_owner(*impl_).code->data(); }
 size_t Kernel::code_size() const { return detail::weights_owner(*impl_).code->size(); }
 double Kernel::compile_ms() const { return impl_->compile_ms; }

@@ -216,8 +216,7 @@ BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
   return k;
 }
 
-void choose_threading(Plan& pl, const Problem& p, const TuningHints& h) {
-  pl.parallel = p.flops() >= kSerialFlops;
+void choose_threading(Plan& pl, const TuningHints& h) {
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
   const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
   const Axis& x = pl.axes[2];
@@ -252,6 +251,8 @@ std::string make_name(const Plan& pl, const Problem& p) {
   else if (pl.rows_per_block > 1)
     os << "_rows" << pl.rows_per_block;
   if (pl.ic_blocks > 1) os << "_icb" << pl.ic_block;
+  if (pl.ic_unroll > 1) os << "_u" << pl.ic_unroll;  // the code differs by its unroll
+  if (pl.oc_loop > 1) os << "_ocl";
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }
@@ -338,7 +339,10 @@ void choose_halo(Plan& pl, const TuningHints& h) {
 }
 
 // Small rows with several images: blocks across images keep every register block full.
-bool choose_batch_blocking(const Plan& pl) {
+bool choose_batch_blocking(const Plan& pl, const TuningHints& h) {
+  check_hint(h.batch_block != 1 || (pl.algorithm != Algorithm::depthwise && pl.batch >= 2),
+             "batch_block needs a family other than depthwise and at least 2 images");
+  if (h.batch_block >= 0) return h.batch_block == 1;
   const Axis& x = pl.axes[2];
   const int64_t q_max = ceil_div(x.out, x.stride);
   const int full_ur = pl.isa == Isa::avx512_core ? 6 : 4;
@@ -352,7 +356,7 @@ bool choose_batch_blocking(const Plan& pl) {
 void choose_ic_blocks(Plan& pl, const TuningHints& h) {
   pl.ic_block = pl.ic_per_group;
   pl.ic_blocks = 1;
-  if (h.ic_block <= 0) return;
+  if (h.ic_block <= 0 || h.ic_block == pl.ic_per_group) return;  // one pass, stated or not
   const bool possible = (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm) &&
                         (pl.layout == LayoutPath::nxc || pl.layout == LayoutPath::ncx_via_scratch);
   check_hint(possible, "ic_block needs the direct or gemm family and NXC data (or NCX layout scratch)");
@@ -360,6 +364,19 @@ void choose_ic_blocks(Plan& pl, const TuningHints& h) {
              "ic_block must divide C_IN/G (" + std::to_string(pl.ic_per_group) + ")");
   pl.ic_block = h.ic_block;
   pl.ic_blocks = pl.ic_per_group / h.ic_block;
+}
+
+// A depthwise block does taps x vectors FMAs per pixel: a call per block would cost more than the
+// block (AVX2 dla_up_dw256: 16 blocks of 16 channels per pixel). One call walks them all.
+// (Not into a row buffer, which holds one block, nor with a channel tail.)
+void choose_oc_loop(Plan& pl, const TuningHints& h) {
+  const bool walk_ok = pl.algorithm == Algorithm::depthwise && !pl.has_tail() &&
+                       pl.layout != LayoutPath::ncx_row_buffer;
+  const int all = static_cast<int>(pl.oc_blocks);
+  check_hint(h.oc_loop <= 1 || (walk_ok && h.oc_loop == all),
+             "oc_loop is 1, or all channel blocks (" + std::to_string(all) +
+                 ") for the depthwise family without a channel tail or row buffer");
+  pl.oc_loop = h.oc_loop ? h.oc_loop : walk_ok ? all : 1;
 }
 
 void set_strides(Plan& pl) {
@@ -391,12 +408,9 @@ void set_strides(Plan& pl) {
 }
 
 // The steps that follow the tile, whatever the family.
-Plan finish(Plan& pl, const Problem& p, const TuningHints& h) {
-  choose_threading(pl, p, h);
+void finish_rows(Plan& pl, const TuningHints& h) {
+  choose_threading(pl, h);
   set_strides(pl);
-  pl.name = make_name(pl, p);
-  pl.packing = pl.packing_signature();
-  return pl;
 }
 
 }  // namespace
@@ -404,20 +418,104 @@ Plan finish(Plan& pl, const Problem& p, const TuningHints& h) {
 namespace {
 
 // col's own plan: the inner GEMM is planned (and compiled) as a kernel of its own; this plan names it.
-Plan plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h) {
+void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h) {
   check_hint(p.groups == 1, "algorithm col needs G=1");
-  check_hint(h.ur_w == 0 && h.oc_vectors == 0 && h.ic_unroll == 0 && h.x_split == 0 && h.ic_block <= 0 &&
-                 h.x_halo != 1 && h.layout.empty(),
-             "algorithm col takes no other hints (its inner GEMM is planned by the heuristic)");
+  TuningHints others = h;
+  others.algorithm.clear();
+  check_hint(others.empty(), "algorithm col takes no other hints (its inner GEMM is planned by the "
+                             "heuristic)");
   const Plan inner = make_plan(resolve(col_inner_descriptor(p)), isa, {});
   pl.algorithm = Algorithm::col;
   pl.layout = p.data_format == DataFormat::NXC ? LayoutPath::nxc : LayoutPath::ncx_via_scratch;
   pl.ur_w = inner.ur_w;
   pl.oc_vectors = inner.oc_vectors;
   pl.parallel = inner.parallel;
-  pl.name = make_name(pl, p);
   pl.packing = "col/" + inner.packing;
-  return pl;
+}
+
+// The row families (direct, gemm, depthwise, dot) after the layout is fixed.
+void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
+  Axis& x = pl.axes[2];
+  pl.algorithm = choose_algorithm(p, x, pl.layout, h);
+  if (pl.algorithm == Algorithm::gemm) {
+    fold_x_phases(pl);
+  } else if (pl.algorithm == Algorithm::depthwise) {
+    pl.groups = 1;
+    pl.oc_per_group = p.c_out;
+  }
+  pl.block_over_batch = choose_batch_blocking(pl, h);
+  choose_halo(pl, h);
+
+  const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
+  if (pl.algorithm == Algorithm::dot) {
+    choose_ic_blocks(pl, h);  // rejects an ic_block hint: the dot family reduces in one pass
+    choose_dot_tile(pl, h);
+    pl.oc_blocks = 1;
+    pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
+    check_hint(h.oc_loop <= 1, "oc_loop applies to the depthwise family");
+    return finish_rows(pl, h);
+  }
+  choose_tile(pl, h, n_vec);
+  pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
+  pl.main = make_kind(pl, pl.oc_vectors, 0);
+  const int last_vectors = static_cast<int>(n_vec - (pl.oc_blocks - 1) * pl.oc_vectors);
+  pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
+  if (pl.oc_blocks == 1) pl.main = pl.last;
+  choose_oc_loop(pl, h);
+  choose_ic_blocks(pl, h);
+  finish_rows(pl, h);
+}
+
+void check_family_hints(const Plan& pl, const TuningHints& h) {
+  check_hint(h.channels_per_call == 0 || pl.algorithm == Algorithm::depthwise_x,
+             "channels_per_call applies to the depthwise_x family");
+  check_hint((h.rows_per_block == 0 && h.flat_plane == -1 && h.oc_chunk == 0 && h.row_chunk == 0) ||
+                 pl.algorithm == Algorithm::gemm_x,
+             "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
+}
+
+// The layout hint that selects each path ("" where the data format or the family decides it).
+const char* layout_hint(LayoutPath l) {
+  switch (l) {
+    case LayoutPath::ncx_row_buffer: return "row_buffer";
+    case LayoutPath::ncx_in_kernel: return "in_kernel";
+    case LayoutPath::ncx_via_scratch: return "scratch";
+    case LayoutPath::ncx_src_copy: return "src_copy";
+    case LayoutPath::nxc:
+    case LayoutPath::ncx_native: return "";
+  }
+  return "";
+}
+
+// Every choice the plan made, as hints that make it again: the tuner's coordinates of this plan. (Each
+// family accepts the neutral value of a choice it does not make: one pass, x_split 1, no halo, ...)
+TuningHints plan_choices(const Plan& pl) {
+  TuningHints c;
+  c.algorithm = to_string(pl.algorithm);
+  if (pl.algorithm == Algorithm::col) return c;  // its inner kernel is planned by the heuristic
+  c.layout = layout_hint(pl.layout);
+  c.ur_w = pl.ur_w;
+  c.oc_vectors = pl.oc_vectors;
+  c.ic_unroll = pl.ic_unroll;
+  c.x_split = pl.x_split;
+  c.ic_block = static_cast<int>(pl.ic_block);
+  c.x_halo = pl.has_halo() ? 1 : 0;
+  c.batch_block = pl.block_over_batch ? 1 : 0;
+  c.parallel = pl.parallel ? 1 : 0;
+  c.oc_loop = pl.oc_loop;
+  if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
+  if (pl.algorithm == Algorithm::gemm_x) {
+    c.rows_per_block = pl.rows_per_block;
+    c.flat_plane = pl.flat_plane ? 1 : 0;
+    c.oc_chunk = static_cast<int>(pl.oc_chunk);
+    c.row_chunk = static_cast<int>(pl.row_chunk);
+  }
+  return c;
+}
+
+// Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel).
+void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
+  pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops;
 }
 
 }  // namespace
@@ -437,54 +535,26 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.dst_channels = p.c_out;
 
   // The family first (it decides how NCX data flows), then the layout, then gemm, which needs an
-  // NXC-shaped destination: one decision each, made once.
-  Axis& x = pl.axes[2];
-  // col takes no hints of its own: any tile or layout hint keeps the row families, which can honour it.
-  const bool untuned = h.algorithm.empty() && h.layout.empty() && !h.ur_w && !h.oc_vectors && !h.ic_unroll &&
-                       !h.x_split && h.ic_block <= 0 && h.x_halo != 1;
-  if (h.algorithm == "col" || (untuned && col_preferred(p))) return plan_col(pl, p, isa, h);
-  const Algorithm family = choose_algorithm(p, x, LayoutPath::nxc, h);
-  pl.layout = choose_layout(p, isa, h, family);
-  if (pl.layout == LayoutPath::ncx_native) {
-    if (family == Algorithm::depthwise)
+  // NXC-shaped destination: one decision each, made once. col is the default only without any hint: a
+  // tile or layout hint keeps the row families, which can honour it.
+  if (h.algorithm == "col" || (h.empty() && col_preferred(p))) {
+    plan_col(pl, p, isa, h);
+  } else {
+    const Algorithm family = choose_algorithm(p, pl.axes[2], LayoutPath::nxc, h);
+    pl.layout = choose_layout(p, isa, h, family);
+    if (pl.layout == LayoutPath::ncx_native && family == Algorithm::depthwise)
       plan_depthwise_x(pl, p, h);
-    else
+    else if (pl.layout == LayoutPath::ncx_native)
       plan_gemm_x(pl, p, h);
-    pl.name = make_name(pl, p);
+    else
+      plan_rows(pl, p, h);
+    check_family_hints(pl, h);
+    choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
-    return pl;
   }
-  pl.algorithm = choose_algorithm(p, x, pl.layout, h);
-  if (pl.algorithm == Algorithm::gemm) {
-    fold_x_phases(pl);
-  } else if (pl.algorithm == Algorithm::depthwise) {
-    pl.groups = 1;
-    pl.oc_per_group = p.c_out;
-  }
-  pl.block_over_batch = choose_batch_blocking(pl);
-  choose_halo(pl, h);
-
-  const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
-  if (pl.algorithm == Algorithm::dot) {
-    choose_ic_blocks(pl, h);  // rejects an ic_block hint: the dot family reduces in one pass
-    choose_dot_tile(pl, h);
-    pl.oc_blocks = 1;
-    pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
-    return finish(pl, p, h);
-  }
-  choose_tile(pl, h, n_vec);
-  pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
-  pl.main = make_kind(pl, pl.oc_vectors, 0);
-  const int last_vectors = static_cast<int>(n_vec - (pl.oc_blocks - 1) * pl.oc_vectors);
-  pl.last = make_kind(pl, last_vectors, static_cast<int>(pl.oc_per_group % pl.lanes));
-  if (pl.oc_blocks == 1) pl.main = pl.last;
-  // A depthwise block does taps x vectors FMAs per pixel: a call per block would cost more than the
-  // block (AVX2 dla_up_dw256: 16 blocks of 16 channels per pixel). One call walks them all.
-  // (Not into a row buffer, which holds one block.)
-  if (pl.algorithm == Algorithm::depthwise && !pl.has_tail() && pl.layout != LayoutPath::ncx_row_buffer)
-    pl.oc_loop = static_cast<int>(pl.oc_blocks);
-  choose_ic_blocks(pl, h);
-  return finish(pl, p, h);
+  pl.name = make_name(pl, p);
+  pl.choices = plan_choices(pl);
+  return pl;
 }
 
 std::string Plan::packing_signature() const {
@@ -503,6 +573,7 @@ std::string Plan::to_json() const {
   nlohmann::ordered_json j;
   j["name"] = name;
   j["isa"] = deconvjit::to_string(isa);
+  j["choices"] = nlohmann::ordered_json::parse(deconvjit::to_json(choices));
   j["algorithm"] = to_string(algorithm);
   j["layout"] = to_string(layout);
   j["block_over_batch"] = block_over_batch;

@@ -106,6 +106,8 @@ struct Plan {
 
   std::string name;
   std::string packing;  // packing_signature(), computed once
+  // Every choice above as hints: make_plan(problem, isa, choices) makes this plan again.
+  TuningHints choices;
 
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }

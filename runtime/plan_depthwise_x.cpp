@@ -66,8 +66,10 @@ bool depthwise_x_applies(const Problem& p, Isa isa) {
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.ic_unroll >= 0 && h.ic_unroll <= 1, "depthwise_x has no input-channel loop to unroll");
   check_hint(h.x_split >= 0 && h.x_split <= 1, "depthwise_x computes whole rows (x_split 1)");
-  check_hint(h.ic_block <= 0, "depthwise_x has no reduction over channels to split");
+  check_hint(h.ic_block <= 1, "depthwise_x has no reduction over channels to split");
   check_hint(h.x_halo != 1, "depthwise_x masks its loads at the borders instead of a halo");
+  check_hint(h.batch_block != 1 && h.oc_loop <= 1, "depthwise_x walks rows of channel planes "
+                                                    "(no batch_block, oc_loop 1)");
   pl.algorithm = Algorithm::depthwise_x;
   pl.layout = LayoutPath::ncx_native;
   pl.groups = 1;
@@ -89,8 +91,13 @@ void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t groups_of_cb = ceil_div(p.c_out, pl.oc_vectors);
   const int64_t chunks = std::clamp<int64_t>(ceil_div(kTargetTasks, rows), 1, groups_of_cb);
   pl.channels_per_call = ceil_div(groups_of_cb, chunks) * pl.oc_vectors;
+  if (h.channels_per_call) {
+    check_hint(h.channels_per_call % pl.oc_vectors == 0 && h.channels_per_call <= groups_of_cb * pl.oc_vectors,
+               "depthwise_x: channels_per_call must be a multiple of oc_vectors (" +
+                   std::to_string(pl.oc_vectors) + ") up to the channels rounded up to it");
+    pl.channels_per_call = h.channels_per_call;
+  }
   pl.oc_blocks = ceil_div(p.c_out, pl.channels_per_call);
-  pl.parallel = p.flops() >= kSerialFlops;
 
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;

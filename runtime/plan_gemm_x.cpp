@@ -21,12 +21,17 @@ constexpr int64_t kL2Bytes = int64_t{1} << 20;
 // Each input channel of a block lies a whole plane further on, so neither an image's source nor all the
 // weights need fit anywhere: a tile of row groups x channel blocks keeps its weights (half of L2) and
 // its rows' source (a quarter) resident while the tile runs.
-void choose_tiles(Plan& pl, const Problem& p) {
+void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t weights_per_block = pl.ic_per_group * pl.main.wei_k_floats * 4;
   const int64_t source_per_group = p.c_in * pl.rows_per_block * pl.axes[2].in * 4;
   const int64_t groups = ceil_div(pl.axes[1].in, pl.rows_per_block);
   pl.oc_chunk = std::clamp<int64_t>(kL2Bytes / 2 / weights_per_block, 1, pl.oc_blocks);
   pl.row_chunk = std::clamp<int64_t>(kL2Bytes / 4 / source_per_group, 1, groups);
+  check_hint(h.oc_chunk <= pl.oc_blocks && h.row_chunk <= groups,
+             "gemm_x: oc_chunk at most " + std::to_string(pl.oc_blocks) + " channel blocks, row_chunk at most " +
+                 std::to_string(groups) + " row groups");
+  if (h.oc_chunk) pl.oc_chunk = h.oc_chunk;
+  if (h.row_chunk) pl.row_chunk = h.row_chunk;
 }
 
 }  // namespace
@@ -61,8 +66,9 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
 
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.x_split >= 0 && h.x_split <= 1, "gemm_x computes whole rows (x_split 1)");
-  check_hint(h.ic_block <= 0, "gemm_x reduces over all input channels in one pass");
+  check_hint(h.ic_block <= 0 || h.ic_block == p.c_in, "gemm_x reduces over all input channels in one pass");
   check_hint(h.x_halo != 1, "gemm_x has no borders to pad");
+  check_hint(h.batch_block != 1 && h.oc_loop <= 1, "gemm_x blocks along rows (no batch_block, oc_loop 1)");
   pl.algorithm = Algorithm::gemm_x;
   pl.layout = LayoutPath::ncx_native;
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
@@ -73,10 +79,19 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   // lanes (maskrcnn_mask, 14-pixel rows: 196 of 208 lanes instead of 14 of 16); larger ones stack up to
   // three rows per block (the last group of a plane may hold fewer: a second function).
   const int64_t plane_vectors = ceil_div(ay.in * ax.in, pl.lanes);
-  pl.flat_plane = row_vectors == 1 && ax.in % pl.lanes != 0 && plane_vectors <= 48;
+  const bool flat_ok = row_vectors == 1 && ax.in % pl.lanes != 0 && plane_vectors <= 48;
+  check_hint(h.flat_plane != 1 || flat_ok, "gemm_x: flat_plane needs rows narrower than a vector, not a "
+                                           "multiple of it, and planes of at most 48 vectors");
+  pl.flat_plane = h.flat_plane >= 0 ? h.flat_plane == 1 : flat_ok;
   const int64_t max_vectors = std::min<int64_t>(3, kAccumulators / positions);  // >= 1: gemm_x_applies
-  const int rows = pl.flat_plane ? static_cast<int>(ay.in)
-                   : row_vectors == 1 ? static_cast<int>(std::min(max_vectors, ay.in)) : 1;
+  int rows = pl.flat_plane ? static_cast<int>(ay.in)
+             : row_vectors == 1 ? static_cast<int>(std::min(max_vectors, ay.in)) : 1;
+  if (h.rows_per_block) {
+    check_hint(h.rows_per_block == rows || (!pl.flat_plane && row_vectors == 1 && h.rows_per_block <= ay.in),
+               "gemm_x: rows_per_block stacks rows of one vector (at most the height; the whole plane "
+               "with flat_plane)");
+    rows = h.rows_per_block;
+  }
   const int64_t extent = pl.flat_plane ? plane_vectors : row_vectors;
   int u = static_cast<int>(std::min(row_vectors == 1 && !pl.flat_plane ? 1 : extent, max_vectors));
   if (h.ur_w) u = h.ur_w;
@@ -104,8 +119,7 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   };
   pl.main = kind(cb);
   pl.last = kind(static_cast<int>(p.c_out - (pl.oc_blocks - 1) * cb));
-  pl.parallel = p.flops() >= kSerialFlops;
-  choose_tiles(pl, p);
+  choose_tiles(pl, p, h);
 
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;

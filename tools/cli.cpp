@@ -58,6 +58,17 @@ void add_desc_argument(CLI::App& sub, std::string& desc) {
       ->required();
 }
 
+TuningHints load_hints(const std::string& hints) {
+  if (hints.empty()) return {};
+  if (hints[0] == '@') return hints_from_json(read_text_file(hints.substr(1)));
+  return hints_from_json(hints);
+}
+
+void add_hints_option(CLI::App& sub, std::string& hints) {
+  sub.add_option("--hints", hints,
+                 "tuning hints: a JSON object such as '{\"ur_w\":4}', or @path (see `deconvjit plans`)");
+}
+
 void add_isa_option(CLI::App& sub, std::string& isa) {
   sub.add_option("--isa", isa, "highest ISA to use: best, avx2 or avx512_core")->capture_default_str();
 }

@@ -37,6 +37,9 @@ const std::map<std::string, Setup>& registered_commands();
 Descriptor load_descriptor(const std::string& desc);
 void add_desc_argument(CLI::App& sub, std::string& desc);
 void add_isa_option(CLI::App& sub, std::string& isa);  // --isa NAME, default "best"
+// --hints JSON|@path: TuningHints; a hint the problem cannot honour fails compile() naming it (exit 2).
+void add_hints_option(CLI::App& sub, std::string& hints);
+TuningHints load_hints(const std::string& hints);  // "" = none
 
 // Reads a raw little-endian f32 file that must hold exactly `elements` floats. `what` names the operand in
 // the error, which also gives the expected and actual byte counts.

@@ -87,18 +87,34 @@ struct Problem {
 // whose message names the field and the values.
 Problem resolve(const Descriptor& d);
 
-// Tuning choices. Zero / empty means "let the heuristic decide". An autotuner sets these explicitly.
+// Tuning choices: everything a plan decides that is not fixed by the problem. Zero / empty / -1 means
+// "let the heuristic decide"; a value the problem cannot honour is rejected (InvalidArgument naming the
+// hint), never silently ignored. Every plan prints its complete choices (Kernel::choices()), and those
+// choices compile back to the same kernel: an autotuner searches exactly this space (enumerate_plans).
 struct TuningHints {
-  int ur_w = 0;          // output pixels per register block
-  int oc_vectors = 0;    // output-channel vectors per register block
+  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col"
+  std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
+  int ur_w = 0;          // output pixels per register block (gemm_x: input vectors along a row)
+  int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x: channels)
   int ic_unroll = 0;     // input-channel loop unroll
   int x_split = 0;       // parts each output row is split into for threading
   int ic_block = 0;      // input channels per reduction pass (must divide C_IN/G); 0: one pass
-  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x"
-  std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
   int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no
                          // blocks of their own
+  int batch_block = -1;  // -1 heuristic, 0 off, 1 on: register blocks run across images, not along x
+  int parallel = -1;     // -1 heuristic, 0 on the calling thread, 1 on oneTBB
+  int oc_loop = 0;       // depthwise: channel blocks one call walks (1, or all of them)
+  int channels_per_call = 0;  // depthwise_x: channels one call walks (a multiple of oc_vectors)
+  int rows_per_block = 0;     // gemm_x: input rows stacked in one register block
+  int flat_plane = -1;        // gemm_x: -1 heuristic, 1: a block's vectors run across the whole plane
+  int oc_chunk = 0, row_chunk = 0;  // gemm_x: a task's tile of channel blocks x row groups (L2 blocking)
+
+  bool empty() const;  // every field left to the heuristic
 };
+// JSON object with the fields that are set ("{}" when none). Parsing rejects unknown fields and wrong
+// types with InvalidArgument naming the field.
+std::string to_json(const TuningHints& h);
+TuningHints hints_from_json(const std::string& json_text);
 
 struct Options {
   Isa max_isa = Isa::best;   // a cap; DECONVJIT_MAX_ISA caps it further
@@ -192,6 +208,7 @@ class Kernel {
   const std::string& name() const;  // derived from the plan, e.g. deconv_f32_nxc_s2x2_k4x4_ur6x4__avx512_core
   Isa isa() const;
   std::string plan_text() const;    // the plan, printable (JSON)
+  const TuningHints& choices() const;  // the plan's complete choices: these hints build it again
   const uint8_t* code() const;      // the generated machine code (read + execute memory)
   size_t code_size() const;
   double compile_ms() const;        // time the JIT took for this kernel (0 if loaded from the disk cache)
@@ -212,6 +229,24 @@ class Kernel {
 };
 
 Kernel compile(const Descriptor& d, const Options& options = {});
+
+// The plan space, for autotuning (docs/TUNING.md). One candidate: the complete hints that build it
+// (compile with Options::hints = hints builds exactly this kernel), its kernel name, and the cost model's
+// estimate for `threads` threads (a ranking aid, not a measurement).
+struct PlanCandidate {
+  std::string kernel;
+  TuningHints hints;
+  double model_ms = 0;
+};
+// Every distinct plan the emitters can build for the problem on `isa` (Isa::best: as compile() resolves
+// it): every applicable family, NCX layout route, halo and batch blocking, every register tile that fits,
+// and the numeric choices (ic_unroll, x_split, ic_block, threading, and the families' own blocking) over a
+// ladder of values (docs/TUNING.md lists it). Sorted by model_ms, fastest first; `threads` 0 means the
+// default arena's concurrency.
+std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa = Isa::best, int threads = 0);
+// The plan of `hints` as JSON (what Kernel::plan_text() prints), without compiling it. Throws like
+// compile() for hints the problem cannot honour.
+std::string plan_json(const Problem& p, Isa isa, const TuningHints& hints);
 
 // The ISA `compile` would use with these options on this CPU; throws Error(IsaUnavailable) if the requested
 // cap names an ISA the CPU lacks.

@@ -171,12 +171,6 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
   return h;
 }
 
-std::string hints_text(const TuningHints& h) {
-  return "ic_block=" + std::to_string(h.ic_block) + " x_halo=" + std::to_string(h.x_halo) + " ur_w=" + std::to_string(h.ur_w) + " oc_vectors=" + std::to_string(h.oc_vectors) +
-         " ic_unroll=" + std::to_string(h.ic_unroll) + " x_split=" + std::to_string(h.x_split) +
-         " algorithm='" + h.algorithm + "' layout='" + h.layout + "'";
-}
-
 class RandomHints : public RandomDescriptors {};
 
 TEST_P(RandomHints, AcceptedHintsAreHonouredAndExact) {
@@ -189,7 +183,7 @@ TEST_P(RandomHints, AcceptedHintsAreHonouredAndExact) {
     const Problem p = resolve(d);
     const TuningHints h = random_hints(rng, param.isa, p);
     SCOPED_TRACE("shard " + std::to_string(param.shard) + " descriptor #" + std::to_string(i) + ": " +
-                 to_json(d) + " hints: " + hints_text(h));
+                 to_json(d) + " hints: " + to_json(h));
     const int before = failed_parts();
     Options o;
     o.max_isa = param.isa;

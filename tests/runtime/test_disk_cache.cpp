@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -464,20 +465,20 @@ TEST_F(DiskCache, MetadataIsForToolsOnly) {
   }
 }
 
-TEST(DiskCacheKey, HintsTextIsTheirSortedJson) {
-  TuningHints h;
-  std::vector<TuningHints> all = {h};
-  h.ur_w = 4, h.oc_vectors = 2, h.ic_unroll = 8, h.x_split = 3, h.ic_block = 16, h.x_halo = 1;
-  h.algorithm = "gemm", h.layout = "row_buffer";
-  all.push_back(h);
-  h.algorithm = "we\"ird\\", h.layout = "tab\there";  // escaped by JSON: the slow path
-  all.push_back(h);
-  for (const TuningHints& t : all) {
-    const nlohmann::json j{{"ur_w", t.ur_w},         {"oc_vectors", t.oc_vectors}, {"ic_unroll", t.ic_unroll},
-                           {"x_split", t.x_split},   {"algorithm", t.algorithm},   {"layout", t.layout},
-                           {"x_halo", t.x_halo},     {"ic_block", t.ic_block}};
-    EXPECT_EQ(detail::hints_text(t), j.dump());
-  }
+// Every hint is part of the key: two requests that differ in any hint may get different code.
+TEST(DiskCacheKey, EveryHintChangesTheKey) {
+  const TuningHints base;
+  std::vector<TuningHints> all(16, base);
+  all[1].algorithm = "gemm", all[2].layout = "row_buffer", all[3].ur_w = 4, all[4].oc_vectors = 2;
+  all[5].ic_unroll = 8, all[6].x_split = 3, all[7].ic_block = 16, all[8].x_halo = 1;
+  all[9].batch_block = 1, all[10].parallel = 0, all[11].oc_loop = 2, all[12].channels_per_call = 32;
+  all[13].rows_per_block = 2, all[14].flat_plane = 1, all[15].oc_chunk = 3;
+  std::set<std::string> keys;
+  for (const TuningHints& t : all) keys.insert(detail::disk_key("{}", Isa::avx2, t));
+  EXPECT_EQ(keys.size(), all.size());
+  TuningHints odd;
+  odd.algorithm = "we\"ird\\", odd.layout = "tab\there";  // escaped as JSON inside the key
+  EXPECT_NE(detail::disk_key("{}", Isa::avx2, odd).find("we\\\"ird"), std::string::npos);
 }
 
 // The stored plan hash guards builds without a build id (where the planner may change while the

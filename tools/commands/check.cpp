@@ -12,7 +12,7 @@ namespace deconvjit::cli {
 namespace {
 
 struct CheckArgs {
-  std::string desc, isa = "best";
+  std::string desc, isa = "best", hints;
   uint64_t seed = 1;
   int threads = 0;
 };
@@ -29,6 +29,7 @@ int check(const CheckArgs& a) {
   const Problem p = resolve(d);
   Options options;
   options.max_isa = resolve_isa(isa_from_string(a.isa));  // throws IsaUnavailable before any work
+  options.hints = load_hints(a.hints);
   const Kernel kernel = compile(d, options);
   const verify::Operands ops = verify::random_operands(p, a.seed);
   const PackedWeights packed = kernel.pack_weights(ops.weights);
@@ -57,6 +58,7 @@ Action setup_check(CLI::App& app) {
   auto a = std::make_shared<CheckArgs>();
   add_desc_argument(*sub, a->desc);
   add_isa_option(*sub, a->isa);
+  add_hints_option(*sub, a->hints);
   sub->add_option("--seed", a->seed, "seed of the random src and weights")->capture_default_str();
   sub->add_option("--threads", a->threads, "threads for execute (0 = all)")->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -9,12 +9,13 @@ namespace deconvjit::cli {
 namespace {
 
 struct DumpArgs {
-  std::string desc, output, isa = "best";
+  std::string desc, output, isa = "best", hints;
 };
 
 int dump(const DumpArgs& a) {
   Options options;
   options.max_isa = isa_from_string(a.isa);
+  options.hints = load_hints(a.hints);
   const Kernel kernel = compile(load_descriptor(a.desc), options);
   write_file_atomically(a.output, kernel.code(), kernel.code_size());
   nlohmann::ordered_json out;
@@ -31,6 +32,7 @@ Action setup_dump(CLI::App& app) {
   add_desc_argument(*sub, a->desc);
   sub->add_option("-o,--output", a->output, "file for the raw code bytes")->required();
   add_isa_option(*sub, a->isa);
+  add_hints_option(*sub, a->hints);
   return [a] { return dump(*a); };
 }
 

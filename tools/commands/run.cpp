@@ -7,7 +7,7 @@ namespace deconvjit::cli {
 namespace {
 
 struct RunArgs {
-  std::string desc, src, weights, dst, isa = "best";
+  std::string desc, src, weights, dst, isa = "best", hints;
   bool reference = false;
 };
 
@@ -16,6 +16,7 @@ int run(const RunArgs& a) {
   const Problem p = resolve(d);
   Options options;
   options.max_isa = isa_from_string(a.isa);
+  options.hints = load_hints(a.hints);
   // Every input is checked before the output is touched.
   const auto src = read_f32_file(a.src, p.src_elements(), "src");
   const auto weights = read_f32_file(a.weights, p.weights_elements(), "weights");
@@ -39,6 +40,7 @@ Action setup_run(CLI::App& app) {
   sub->add_option("--dst", a->dst, "output file (replaced only when everything succeeded)")->required();
   sub->add_flag("--reference", a->reference, "use the scalar reference instead of the JIT");
   add_isa_option(*sub, a->isa);
+  add_hints_option(*sub, a->hints);
   return [a] { return run(*a); };
 }
 

@@ -1,0 +1,133 @@
+#include "runtime/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/int_math.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+// A core as the model sees it: two FMA pipes and two vector loads per cycle, four cycles of FMA latency,
+// at a nominal clock. Memory: what two cores stream from DRAM. Calls and forks: measured orders of
+// magnitude on the machines in docs/PERFORMANCE.md (tens of nanoseconds, microseconds).
+constexpr double kGhz = 3.0;
+constexpr double kFmaPerCycle = 2, kLoadsPerCycle = 2, kFmaLatency = 4;
+constexpr double kBytesPerSecond = 20e9;
+constexpr double kCallSeconds = 25e-9, kForkSeconds = 6e-6;
+
+// Fraction of the FMA peak a block of `fmas` accumulators reaches when each step also loads `loads`
+// vectors: bound by the FMA pipes, the load ports, or the latency of one accumulator's chain.
+double tile_efficiency(double fmas, double loads) {
+  const double busy = fmas / kFmaPerCycle;
+  return busy / std::max({busy, loads / kLoadsPerCycle, kFmaLatency});
+}
+
+// Average efficiency over a row of `q` pixels cut into blocks of `ur` (the last one ragged).
+double row_efficiency(int64_t q, int ur, int nv) {
+  if (q <= 0) return 1;
+  const int64_t full = q / ur, rem = q % ur;
+  double cycles = static_cast<double>(full) * ur / tile_efficiency(ur * nv, ur + nv);
+  if (rem) cycles += static_cast<double>(rem) / tile_efficiency(static_cast<double>(rem * nv), static_cast<double>(rem + nv));
+  return static_cast<double>(q) / cycles;
+}
+
+struct Estimate {
+  double efficiency = 1;  // of the FMA peak, on the useful arithmetic
+  double calls = 0;       // kernel calls in all
+  double extra_bytes = 0; // copies and partial sums beyond the operands
+  int64_t tasks = 1;
+};
+
+Estimate rows_family(const Plan& pl, const Problem& p) {
+  Estimate e;
+  const Axis& x = pl.axes[2];
+  const int64_t vec_lanes = pl.algorithm == Algorithm::dot ? pl.ic_vectors * pl.lanes
+                                                           : ceil_div(pl.oc_per_group, pl.lanes) * pl.lanes;
+  const double lane_use = static_cast<double>(pl.algorithm == Algorithm::dot ? pl.ic_per_group : pl.oc_per_group) /
+                          static_cast<double>(vec_lanes);
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  const int64_t q = ceil_div(extent, pl.x_split);
+  // The dot family holds one accumulator per (pixel, output channel) and ends each with a horizontal sum.
+  const int nv = pl.algorithm == Algorithm::dot ? 1 : pl.oc_vectors;
+  e.efficiency = lane_use * row_efficiency(q, pl.ur_w, nv * (pl.algorithm == Algorithm::dot ? pl.oc_vectors : 1));
+  e.efficiency *= 1.0 / (1.0 + 0.15 / pl.ic_unroll);  // loop control per unrolled step
+  if (pl.has_halo()) e.efficiency *= static_cast<double>(x.in - pl.halo_left - pl.halo_right) / x.in;
+  const int64_t images = pl.block_over_batch ? 1 : pl.batch;
+  const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
+  e.tasks = rows * pl.x_split;
+  // Segments per part: one per phase, and without a halo also the border patterns.
+  const double segments = static_cast<double>(x.stride) * (pl.has_halo() ? 1.0 : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
+  e.calls = static_cast<double>(e.tasks) * segments * pl.ic_blocks;
+  const double src_bytes = 4.0 * p.src_elements(), dst_bytes = 4.0 * p.dst_elements();
+  if (pl.copies_src()) e.extra_bytes += 2 * src_bytes;
+  if (pl.layout == LayoutPath::ncx_via_scratch) e.extra_bytes += 2 * dst_bytes;
+  if (pl.layout == LayoutPath::ncx_row_buffer) e.extra_bytes += dst_bytes;
+  if (pl.layout == LayoutPath::ncx_in_kernel) e.efficiency *= 0.7;  // strided broadcasts, scatter stores
+  e.extra_bytes += 2 * dst_bytes * static_cast<double>(pl.ic_blocks - 1);
+  return e;
+}
+
+Estimate gemm_x_family(const Plan& pl) {
+  Estimate e;
+  const Axis &ay = pl.axes[1], &ax = pl.axes[2];
+  const int64_t positions = pl.axes[0].kernel * ay.kernel * ax.kernel;
+  const int64_t lanes_used = pl.flat_plane ? ay.in * ax.in : ax.in;
+  const int64_t vectors = ceil_div(lanes_used, pl.lanes);
+  const double lane_use = static_cast<double>(lanes_used) / static_cast<double>(vectors * pl.lanes);
+  const int64_t block_vectors = pl.flat_plane ? pl.ur_w : int64_t{pl.ur_w} * pl.rows_per_block;
+  const double fmas = static_cast<double>(block_vectors * pl.oc_vectors * positions);
+  // Weights come as embedded broadcasts: one load per FMA column, the input vectors once per step.
+  e.efficiency = lane_use * tile_efficiency(fmas, static_cast<double>(block_vectors + pl.oc_vectors * positions) / 2);
+  e.efficiency *= 1.0 / (1.0 + 0.15 / pl.ic_unroll);
+  const int64_t groups = ceil_div(ay.in, pl.rows_per_block);
+  e.tasks = pl.batch * pl.axes[0].in * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk);
+  e.calls = static_cast<double>(pl.batch * pl.axes[0].in * groups * pl.oc_blocks);
+  // Tiles sized for L2 reuse weights and source; a tile that overflows it streams them again.
+  const double tile_bytes = 4.0 * pl.ic_per_group * (pl.oc_chunk * pl.main.wei_k_floats +
+                                                     pl.row_chunk * pl.rows_per_block * ax.in);
+  if (tile_bytes > (1 << 20)) e.efficiency *= 0.85;
+  return e;
+}
+
+Estimate depthwise_x_family(const Plan& pl) {
+  Estimate e;
+  const Axis& x = pl.axes[2];
+  // Every lane of a tap's vector does an FMA; lanes whose weight is structurally zero waste theirs.
+  const double taps = static_cast<double>(ceil_div(x.kernel, x.stride));
+  e.efficiency = (static_cast<double>(x.kernel) / x.stride) / taps *
+                 row_efficiency(ceil_div(x.out, pl.lanes), pl.ur_w, pl.oc_vectors) * 0.5;  // + permutes
+  e.tasks = pl.batch * pl.axes[0].out * pl.axes[1].out * pl.oc_blocks;
+  e.calls = static_cast<double>(e.tasks) * 2;
+  return e;
+}
+
+}  // namespace
+
+double model_ms(const Plan& pl, const Problem& p, int threads) {
+  const double peak = kGhz * 1e9 * kFmaPerCycle * 2 * pl.lanes;  // FLOP/s of one core
+  const double bytes = 4.0 * (p.src_elements() + p.dst_elements() + p.weights_elements());
+  Estimate e;
+  if (pl.algorithm == Algorithm::col) {
+    // One GEMM without waste, then the col buffer written and summed once.
+    e.efficiency = 0.85;
+    e.extra_bytes = 2.0 * 4 * p.batch * p.c_out * static_cast<double>(p.src_elements() / std::max<int64_t>(1, p.batch * p.c_in)) *
+                    static_cast<double>(p.weights_elements() / std::max<int64_t>(1, p.c_in * p.c_out_per_group()));
+    e.tasks = 256;
+  } else if (pl.algorithm == Algorithm::gemm_x) {
+    e = gemm_x_family(pl);
+  } else if (pl.algorithm == Algorithm::depthwise_x) {
+    e = depthwise_x_family(pl);
+  } else {
+    e = rows_family(pl, p);
+  }
+  const int workers = pl.parallel ? std::max(1, threads) : 1;
+  // A thread's share: tasks are dealt out whole, so the busiest thread takes ceil(tasks / workers).
+  const double share = static_cast<double>(ceil_div(e.tasks, workers)) / static_cast<double>(e.tasks);
+  const double compute = p.flops() / (peak * std::max(e.efficiency, 1e-3));
+  const double memory = (bytes + e.extra_bytes) / kBytesPerSecond;
+  const double overhead = e.calls * kCallSeconds + (pl.parallel ? kForkSeconds : 0.0);
+  return 1e3 * (std::max(compute * share, memory / std::min(workers, 2)) + overhead * share);
+}
+
+}  // namespace deconvjit::detail

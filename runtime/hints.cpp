@@ -1,0 +1,101 @@
+#include "runtime/hints.hpp"
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace deconvjit {
+namespace {
+
+struct IntField {
+  const char* name;
+  int TuningHints::*member;
+  int unset;
+};
+struct TextField {
+  const char* name;
+  std::string TuningHints::*member;
+};
+
+constexpr TextField kText[] = {{"algorithm", &TuningHints::algorithm}, {"layout", &TuningHints::layout}};
+constexpr IntField kInts[] = {
+    {"batch_block", &TuningHints::batch_block, -1}, {"channels_per_call", &TuningHints::channels_per_call, 0},
+    {"flat_plane", &TuningHints::flat_plane, -1},   {"ic_block", &TuningHints::ic_block, 0},
+    {"ic_unroll", &TuningHints::ic_unroll, 0},      {"oc_chunk", &TuningHints::oc_chunk, 0},
+    {"oc_loop", &TuningHints::oc_loop, 0},          {"oc_vectors", &TuningHints::oc_vectors, 0},
+    {"parallel", &TuningHints::parallel, -1},       {"row_chunk", &TuningHints::row_chunk, 0},
+    {"rows_per_block", &TuningHints::rows_per_block, 0}, {"ur_w", &TuningHints::ur_w, 0},
+    {"x_halo", &TuningHints::x_halo, -1},           {"x_split", &TuningHints::x_split, 0}};
+
+// A new field must join the tables above; this tripwire makes sure of it.
+static_assert(sizeof(TuningHints) == 14 * sizeof(int) + 2 * sizeof(std::string),
+              "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
+
+[[noreturn]] void reject(const std::string& why) {
+  throw Error(Error::Kind::InvalidArgument, "tuning hints: " + why);
+}
+
+}  // namespace
+
+bool TuningHints::empty() const {
+  for (const TextField& f : kText)
+    if (!(this->*f.member).empty()) return false;
+  for (const IntField& f : kInts)
+    if (this->*f.member != f.unset) return false;
+  return true;
+}
+
+std::string to_json(const TuningHints& h) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const TextField& f : kText)
+    if (!(h.*f.member).empty()) j[f.name] = h.*f.member;
+  for (const IntField& f : kInts)
+    if (h.*f.member != f.unset) j[f.name] = h.*f.member;
+  return j.dump();
+}
+
+TuningHints hints_from_json(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    reject(std::string("malformed JSON (") + e.what() + ")");
+  }
+  if (!j.is_object()) reject("expected a JSON object such as {\"ur_w\": 4}");
+  TuningHints h;
+  for (const auto& [key, v] : j.items()) {
+    bool known = false;
+    for (const TextField& f : kText)
+      if (key == f.name) {
+        if (!v.is_string()) reject("'" + key + "' must be a string");
+        h.*f.member = v.get<std::string>();
+        known = true;
+      }
+    for (const IntField& f : kInts)
+      if (key == f.name) {
+        if (v.is_boolean()) {  // flags read naturally as true/false
+          h.*f.member = v.get<bool>() ? 1 : 0;
+        } else {
+          if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 30))
+            reject("'" + key + "' must be an integer in [-1, 2^30]");
+          h.*f.member = static_cast<int>(v.get<int64_t>());
+        }
+        known = true;
+      }
+    if (!known) reject("unknown field '" + key.substr(0, 64) + "'");
+  }
+  return h;
+}
+
+namespace detail {
+
+std::string hints_key_text(const TuningHints& h) {
+  std::string s = "{";
+  for (const TextField& f : kText) s += '"' + std::string(f.name) + "\":" + nlohmann::json(h.*f.member).dump() + ',';
+  for (const IntField& f : kInts) s += '"' + std::string(f.name) + "\":" + std::to_string(h.*f.member) + ',';
+  s.back() = '}';
+  return s;
+}
+
+}  // namespace detail
+}  // namespace deconvjit

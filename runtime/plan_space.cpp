@@ -1,0 +1,159 @@
+// The plan space an autotuner searches (enumerate_plans). Built from the planner itself: every
+// combination of hints is offered to make_plan, which rejects what the emitters cannot build, and the
+// accepted plans are told apart by their complete choices. So the space never drifts from what the
+// planner honours, and every candidate's hints rebuild it exactly.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <oneapi/tbb/task_arena.h>
+
+#include "runtime/cost_model.hpp"
+#include "runtime/cpu.hpp"
+#include "runtime/hints.hpp"
+#include "runtime/int_math.hpp"
+#include "runtime/plan.hpp"
+
+namespace deconvjit {
+namespace detail {
+namespace {
+
+// The ladder of a numeric choice: powers of two up to `limit`, and the heuristic's own value.
+std::vector<int> ladder(int64_t limit, int heuristic) {
+  std::vector<int> v;
+  for (int64_t x = 1; x <= std::max<int64_t>(1, limit) && x <= (1 << 20); x *= 2) v.push_back(static_cast<int>(x));
+  if (std::find(v.begin(), v.end(), heuristic) == v.end()) v.push_back(heuristic);
+  return v;
+}
+
+bool try_plan(const Problem& p, Isa isa, const TuningHints& h, Plan& out) {
+  try {
+    out = make_plan(p, isa, h);
+    return true;
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::InvalidArgument) throw;
+    return false;
+  }
+}
+
+// Family, layout route, halo and batch blocking: the shapes of computation.
+std::vector<Plan> structures(const Problem& p, Isa isa) {
+  static const char* const kAlgorithms[] = {"direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col"};
+  std::vector<std::string> layouts{""};
+  if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy"};
+  std::vector<Plan> out;
+  std::set<std::string> seen;
+  for (const char* algorithm : kAlgorithms)
+    for (const std::string& layout : layouts)
+      for (int halo : {0, 1})
+        for (int batch_block : {0, 1}) {
+          TuningHints h;
+          h.algorithm = algorithm;
+          if (h.algorithm != "col") h.layout = layout, h.x_halo = halo, h.batch_block = batch_block;
+          Plan pl;
+          if (!try_plan(p, isa, h, pl)) continue;
+          TuningHints key = pl.choices;  // the structure: what was asked, as the planner resolved it
+          key.ur_w = key.oc_vectors = key.ic_unroll = key.x_split = key.ic_block = key.parallel = key.oc_loop = 0;
+          key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = 0;
+          key.flat_plane = -1;
+          if (seen.insert(hints_key_text(key)).second) out.push_back(pl);
+        }
+  return out;
+}
+
+// Pixels (or vectors) one register block can span. A wider block is accepted by the planner but only
+// adds functions no call runs, so the space leaves it out.
+int64_t block_extent(const Plan& pl) {
+  const Axis &y = pl.axes[1], &x = pl.axes[2];
+  switch (pl.algorithm) {
+    case Algorithm::gemm_x: return pl.flat_plane ? ceil_div(y.in * x.in, pl.lanes) : ceil_div(x.in, pl.lanes);
+    case Algorithm::depthwise_x: return ceil_div(x.out, pl.lanes);
+    default: return pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  }
+}
+
+// Register tiles that fit, over the family's own tile fields.
+std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
+  TuningHints h = base.choices;
+  std::vector<TuningHints> out;
+  if (base.algorithm == Algorithm::col) return {h};
+  const bool gemm_x = base.algorithm == Algorithm::gemm_x;
+  const int max_ur = gemm_x ? 3 : 32, max_nv = gemm_x ? 24 : 8;
+  const std::vector<int> rows = gemm_x ? std::vector<int>{1, 2, 3, static_cast<int>(base.axes[1].in)} : std::vector<int>{0};
+  const std::vector<int> flat = gemm_x ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  h.ic_unroll = h.x_split = h.oc_loop = h.channels_per_call = h.oc_chunk = h.row_chunk = 0;
+  for (int f : flat)
+    for (int r : rows)
+      for (int nv = 1; nv <= max_nv; ++nv)
+        for (int ur = 1; ur <= max_ur; ++ur) {
+          h.flat_plane = f, h.rows_per_block = r, h.oc_vectors = nv, h.ur_w = ur;
+          Plan pl;
+          if (try_plan(p, isa, h, pl) && pl.ur_w <= block_extent(pl)) out.push_back(h);
+        }
+  return out;
+}
+
+// The numeric choices of one tile: unroll, row split, reduction passes, threading and family blocking.
+void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::string>& seen,
+             std::vector<Plan>& out) {
+  Plan base;
+  if (!try_plan(p, isa, tile, base)) return;
+  if (base.algorithm == Algorithm::col) {
+    if (seen.insert(hints_key_text(base.choices)).second) out.push_back(base);
+    return;
+  }
+  const Axis& x = base.axes[2];
+  const int64_t extent = base.block_over_batch ? base.batch : ceil_div(x.out, x.stride);
+  std::vector<int> ic_blocks{static_cast<int>(base.ic_per_group)};
+  for (int64_t passes : {2, 4, 8})
+    if (base.ic_per_group % passes == 0 && (base.ic_per_group / passes) % base.lanes == 0)
+      ic_blocks.push_back(static_cast<int>(base.ic_per_group / passes));
+  const std::vector<int> oc_loops{1, static_cast<int>(base.oc_blocks)};
+  const int64_t groups = ceil_div(base.axes[1].in, base.rows_per_block);
+  const std::vector<int> cpc = base.algorithm == Algorithm::depthwise_x
+                                   ? ladder(ceil_div(p.c_out, base.oc_vectors), static_cast<int>(base.channels_per_call / base.oc_vectors))
+                                   : std::vector<int>{0};
+  const bool gx = base.algorithm == Algorithm::gemm_x;
+  const std::vector<int> oc_chunks = gx ? ladder(base.oc_blocks, static_cast<int>(base.oc_chunk)) : std::vector<int>{0};
+  const std::vector<int> row_chunks = gx ? ladder(groups, static_cast<int>(base.row_chunk)) : std::vector<int>{0};
+  TuningHints h = tile;
+  for (int icu : ladder(std::min<int64_t>(8, base.ic_per_group), base.ic_unroll))
+    for (int xs : ladder(std::max<int64_t>(1, extent / base.ur_w), base.x_split))
+      for (int icb : ic_blocks)
+        for (int par : {0, 1})
+          for (int ocl : oc_loops)
+            for (int c : cpc)
+              for (int occ : oc_chunks)
+                for (int rc : row_chunks) {
+                  h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
+                  h.channels_per_call = c * base.oc_vectors, h.oc_chunk = occ, h.row_chunk = rc;
+                  Plan pl;
+                  if (try_plan(p, isa, h, pl) && seen.insert(hints_key_text(pl.choices)).second)
+                    out.push_back(std::move(pl));
+                }
+}
+
+}  // namespace
+}  // namespace detail
+
+std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa, int threads) {
+  isa = resolve_isa(isa);
+  if (threads <= 0) threads = tbb::this_task_arena::max_concurrency();
+  std::vector<detail::Plan> plans;
+  std::set<std::string> seen;
+  for (const detail::Plan& s : detail::structures(p, isa))
+    for (const TuningHints& t : detail::tiles(p, isa, s)) detail::numeric(p, isa, t, seen, plans);
+  std::vector<PlanCandidate> out;
+  out.reserve(plans.size());
+  for (const detail::Plan& pl : plans) out.push_back({pl.name, pl.choices, detail::model_ms(pl, p, threads)});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PlanCandidate& a, const PlanCandidate& b) { return a.model_ms < b.model_ms; });
+  return out;
+}
+
+std::string plan_json(const Problem& p, Isa isa, const TuningHints& hints) {
+  return detail::make_plan(p, resolve_isa(isa), hints).to_json();
+}
+
+}  // namespace deconvjit

@@ -1,0 +1,136 @@
+// The plan space (enumerate_plans): every candidate of a set of small problems compiles, matches the
+// double-precision reference, and its hints round-trip: the plan's printed choices, parsed back, build the
+// same kernel (same name, same code bytes).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/tolerance.hpp"
+#include "support/deconv_tester.hpp"
+
+namespace deconvjit {
+namespace {
+
+using testing::DeconvTester;
+
+struct SpaceCase {
+  const char* name;
+  DeconvTester t;
+};
+
+// Small enough that the whole space runs in seconds, varied enough that every family appears.
+std::vector<SpaceCase> space_cases() {
+  return {
+      {"direct_nxc", DeconvTester().batch(2).channels(4, 10).input({2, 3}).kernel({3, 3}).stride({2, 2})
+                         .pads({1, 0}, {0, 1}).layout(DataFormat::NXC)},
+      {"gemm_ncx", DeconvTester().batch(1).channels(8, 12).input({2, 3}).kernel({2, 2}).stride({2, 2})},
+      {"depthwise_ncx", DeconvTester().batch(1).channels(8, 8).groups(8).input({2, 5}).kernel({3, 3})
+                            .stride({2, 2}).pads({1, 1}, {1, 1})},
+      {"dot_1d", DeconvTester().rank(1).batch(2).channels(8, 2).input({3}).kernel({3}).stride({2})},
+      {"gemm_x_3d", DeconvTester().rank(3).batch(1).channels(4, 3).input({1, 2, 3}).kernel({2, 2, 2})
+                        .stride({2, 2, 2})},
+  };
+}
+
+// Runs the kernel on seeded data and compares with the oracle's bound.
+void expect_exact(const Kernel& k, const Problem& p, const std::string& what) {
+  const verify::Operands ops = verify::random_operands(p, 5);
+  std::vector<float> got(static_cast<size_t>(p.dst_elements()), std::numeric_limits<float>::quiet_NaN());
+  k.execute(ops.src, ops.weights, got);
+  std::vector<double> want(got.size()), mag(got.size());
+  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
+  const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
+  EXPECT_TRUE(c.ok) << what << ": " << c.failures << " elements outside tolerance";
+}
+
+class PlanSpace : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(PlanSpace, EveryCandidateCompilesMatchesTheReferenceAndRoundTrips) {
+  const Isa isa = GetParam();
+  if (!isa_available(isa)) GTEST_SKIP() << "ISA " << to_string(isa) << " is not available on this CPU";
+  std::set<std::string> families;
+  size_t total = 0;
+  for (const SpaceCase& c : space_cases()) {
+    const Descriptor d = c.t.descriptor();
+    const Problem p = resolve(d);
+    const std::vector<PlanCandidate> all = enumerate_plans(p, isa, 2);
+    ASSERT_GT(all.size(), 1u) << c.name;
+    total += all.size();
+    std::set<std::string> distinct;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const PlanCandidate& cand = all[i];
+      const std::string what = std::string(c.name) + " #" + std::to_string(i) + " " + to_json(cand.hints);
+      EXPECT_TRUE(distinct.insert(to_json(cand.hints)).second) << "listed twice: " << what;
+      if (i > 0) EXPECT_LE(all[i - 1].model_ms, cand.model_ms) << what;
+      Options o;
+      o.max_isa = isa;
+      o.use_cache = false;
+      o.use_disk_cache = false;
+      o.hints = cand.hints;
+      const Kernel k = compile(d, o);
+      ASSERT_EQ(k.name(), cand.kernel) << what;
+      EXPECT_EQ(to_json(k.choices()), to_json(cand.hints)) << what;
+      families.insert(nlohmann::json::parse(k.plan_text()).at("algorithm").get<std::string>());
+      // The printed plan's choices build the same code.
+      o.hints = hints_from_json(nlohmann::json::parse(k.plan_text()).at("choices").dump());
+      const Kernel again = compile(d, o);
+      ASSERT_EQ(again.name(), k.name()) << what;
+      ASSERT_EQ(again.code_size(), k.code_size()) << what;
+      EXPECT_EQ(std::memcmp(again.code(), k.code(), k.code_size()), 0) << what;
+      expect_exact(k, p, what);
+      if (HasFailure()) return;  // one broken plan is enough to read
+    }
+  }
+  std::cout << total << " plans walked on " << to_string(isa) << "\n";
+  for (const char* f : {"direct", "gemm", "depthwise", "dot"}) EXPECT_TRUE(families.count(f)) << f;
+  if (isa == Isa::avx512_core)
+    for (const char* f : {"depthwise_x", "gemm_x"}) EXPECT_TRUE(families.count(f)) << f;
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, PlanSpace, ::testing::Values(Isa::avx2, Isa::avx512_core),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(PlanSpace, TheDefaultPlanIsACandidate) {
+  const Descriptor d = DeconvTester().batch(1).channels(32, 48).input({6, 6}).kernel({4, 4}).stride({2, 2})
+                           .pads({1, 1}, {1, 1}).descriptor();
+  Options o;
+  o.use_disk_cache = false;
+  const Kernel dflt = compile(d, o);
+  bool found = false;
+  for (const PlanCandidate& c : enumerate_plans(resolve(d), dflt.isa(), 2))
+    found = found || to_json(c.hints) == to_json(dflt.choices());
+  EXPECT_TRUE(found) << "the heuristic's plan " << to_json(dflt.choices()) << " is outside the space";
+}
+
+TEST(TuningHints, JsonRoundTripAndErrorsNameTheField) {
+  TuningHints h;
+  EXPECT_TRUE(h.empty());
+  EXPECT_EQ(to_json(h), "{}");
+  h.algorithm = "gemm_x", h.ur_w = 2, h.flat_plane = 1, h.row_chunk = 3, h.parallel = 0;
+  EXPECT_FALSE(h.empty());
+  EXPECT_EQ(to_json(hints_from_json(to_json(h))), to_json(h));
+  EXPECT_EQ(hints_from_json("{\"parallel\": false, \"x_halo\": true}").parallel, 0);
+  for (const char* bad : {"{\"ur\": 4}", "{\"ur_w\": \"4\"}", "[1]", "{\"ur_w\": 1.5}", "{", "{\"x_split\": -2}"}) {
+    try {
+      hints_from_json(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << bad;
+    }
+  }
+  try {
+    hints_from_json("{\"ur\": 4}");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'ur'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace deconvjit
