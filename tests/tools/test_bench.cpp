@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <pugixml.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -195,6 +196,71 @@ void expect_usage_error(const Output& r) {
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_EQ(r.err.rfind("error:", 0), 0u) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// Elements whose class attribute lists `cls` among its words.
+size_t count_class(const pugi::xml_node& root, const std::string& cls) {
+  size_t n = 0;
+  for (const pugi::xpath_node& x : root.select_nodes(".//*[@class]")) {
+    std::istringstream words(x.node().attribute("class").value());
+    for (std::string w; words >> w;) n += w == cls;
+  }
+  return n;
+}
+
+std::string all_text(const pugi::xml_node& root) {
+  std::string text;
+  for (const pugi::xpath_node& x : root.select_nodes(".//text()")) text += std::string(x.node().value()) + "\n";
+  return text;
+}
+
+const std::string kOdd = R"({"name":"odd <&> \"name\"","src":[1,3,5],"weights":[3,2,4],"strides":[3]})";
+
+TEST_F(BenchCli, SvgReportIsWellFormedWithOneBarPerProblem) {
+  const std::string suite = write_suite(kTiny + "\n" + kTiny1d + "\n" + kOdd + "\n");
+  const std::string svg = path("report.svg").string();
+  const Output r = run("bench --suite " + suite + " --threads 1 --report " + quote(svg) + kQuick);
+  ASSERT_EQ(r.code, 0) << r.err;
+  pugi::xml_document doc;
+  const pugi::xml_parse_result parsed = doc.load_file(svg.c_str());
+  ASSERT_TRUE(parsed) << parsed.description() << " at offset " << parsed.offset;
+  const pugi::xml_node root = doc.document_element();
+  EXPECT_STREQ(root.name(), "svg");
+  EXPECT_STREQ(root.attribute("xmlns").value(), "http://www.w3.org/2000/svg");
+  EXPECT_EQ(count_class(root, "problem"), 3u);
+  EXPECT_EQ(count_class(root, "bar"), 3u);  // without oneDNN: our % of peak, one layout, one bar each
+  EXPECT_EQ(count_class(root, "point"), 3u);  // one kernel each on the roofline
+  const std::string text = all_text(root);
+  for (const char* want : {"tiny", "tiny1d", "odd <&> \"name\"", "GFLOP/s", "arithmetic intensity", "peak",
+                           "bandwidth"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << " not in the SVG's text";
+  }
+}
+
+TEST_F(BenchCli, HtmlReportWrapsSvgAndTable) {
+  const std::string html = path("report.html").string();
+  const Output r = run("bench " + quote(kTiny) + " " + quote(kTiny1d) + " --vs onednn --layout both --threads 1 "
+                       "--report " + quote(html) + kQuick);
+  ASSERT_EQ(r.code, 0) << r.err;
+  pugi::xml_document doc;
+  const pugi::xml_parse_result parsed = doc.load_file(html.c_str());
+  ASSERT_TRUE(parsed) << parsed.description() << " at offset " << parsed.offset;
+  ASSERT_TRUE(doc.select_node("/html/body/svg")) << "no SVG in the page's body";
+  EXPECT_EQ(doc.select_nodes("/html/body/table/tbody/tr").size(), 4u);  // 2 problems x 2 layouts
+  const pugi::xml_node svg = doc.select_node("/html/body/svg").node();
+  EXPECT_EQ(count_class(svg, "problem"), 2u);
+  if (r.out.find("oneDNN") == std::string::npos) {
+    GTEST_SKIP() << "this deconvjit was built without oneDNN (libdnnl-dev): " << r.err;
+  }
+  EXPECT_EQ(count_class(svg, "race"), 2u);  // one kernel-race bar per problem
+  EXPECT_EQ(count_class(svg, "user"), 4u);  // a user-layout bar per problem and layout
+  EXPECT_EQ(count_class(svg, "onednn"), 2u);  // oneDNN's fastest kernel on the roofline
+}
+
+TEST_F(BenchCli, ReportPathIsCheckedBeforeTiming) {
+  expect_usage_error(run("bench " + quote(kTiny) + " --report " + quote(path("r.png").string()) + kQuick));
+  expect_usage_error(run("bench " + quote(kTiny) + " --report " + quote(path("absent/r.svg").string()) + kQuick));
+  EXPECT_FALSE(fs::exists(path("r.png")));
 }
 
 TEST_F(BenchCli, InvalidInputExitsTwo) {

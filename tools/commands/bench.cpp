@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "bench/peak_probe.hpp"
+#include "bench/report.hpp"
 #include "bench/results.hpp"
 #include "bench/suite.hpp"
 #include "bench/table.hpp"
@@ -33,7 +35,7 @@ constexpr double kAgreement = 1e-3;  // oneDNN vs us: max |diff| / max |dst|; lo
 
 struct BenchArgs {
   std::vector<std::string> descs;
-  std::string suite, isa = "best", layout, vs, filter;
+  std::string suite, isa = "best", layout, vs, filter, report;
   int threads = 0;
   double min_time = 0.2;
   bool json = false, verify = false;
@@ -295,7 +297,25 @@ void warn_if_busy() {
   }
 }
 
+// Judged before anything is timed: a report that cannot be written would waste the whole run.
+void check_report_path(const std::string& path) {
+  if (path.empty()) return;
+  bench::report_kind(path);
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw Error(Error::Kind::InvalidArgument, "--report '" + path + "': directory '" + dir.string() + "' does not exist");
+  }
+}
+
+void write_report(const std::string& path, const bench::RunInfo& run, const std::vector<bench::ProblemResult>& rows) {
+  const std::string text = bench::report_kind(path) == bench::ReportKind::Svg ? bench::report_svg(run, rows)
+                                                                               : bench::report_html(run, rows);
+  write_file_atomically(path, text.data(), text.size());
+}
+
 int bench_all(const BenchArgs& a) {
+  check_report_path(a.report);
   const std::vector<bench::BenchCase> cases = select_cases(a);
   Context ctx{a, {}, {}, false, {}, 1};
   const Isa requested = isa_from_string(a.isa);
@@ -338,6 +358,7 @@ int bench_all(const BenchArgs& a) {
     bench::print_table(std::cout, run, rows);
     bench::print_summary(std::cout, run, rows);
   }
+  if (!a.report.empty()) write_report(a.report, run, rows);
   if (run.verify_failures) return kMismatch;
   return run.unsupported ? kUnsupported : kOk;
 }
@@ -357,6 +378,8 @@ Action setup_bench(CLI::App& app) {
   sub->add_option("--min-time", a->min_time, "seconds of timed runs per problem and variant (at least 5 runs)")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   sub->add_option("--vs", a->vs, "also time this library on the same problems")->check(CLI::IsMember({"onednn"}));
+  sub->add_option("--report", a->report,
+                  "also draw the run: FILE.svg (bars per problem, roofline) or FILE.html (the SVG and the table)");
   sub->add_flag("--json", a->json, "one JSON object per problem and layout, then a summary object");
   sub->add_flag("--verify", a->verify, "check each kernel once against the reference first (exit 1 on FAIL)");
   sub->add_option("--filter", a->filter, "only problems whose name matches this regex");
