@@ -49,25 +49,31 @@ std::vector<DataFormat> layouts_present(const std::vector<ProblemResult>& rows) 
 struct Bar {
   std::string cls, colour, tip;
   double value;
+  std::string missing = "n/a";  // printed instead of a value that was not measured
 };
 
 std::vector<Bar> bars_of(const RunInfo& run, const ProblemResult& r) {
   std::vector<Bar> bars;
   if (run.onednn) {
     bars.push_back({"bar race", kRaceColour,
-                    r.name + ": kernel race, oneDNN " + r.race_onednn + " / ours " + r.race_ours, r.race_ratio});
+                    r.name + ": kernel race, oneDNN " + r.race_onednn + " / ours " + r.race_ours, r.race_ratio,
+                    r.fastest() ? "n/a" : "unsupported"});
     for (const auto& l : r.layouts) {
       const std::string f = to_string(l.layout);
       bars.push_back({"bar user user-" + f, layout_colour(l.layout),
-                      r.name + ": user layout " + f + ", oneDNN's best on " + f + " tensors / ours", l.user_ratio});
+                      r.name + ": user layout " + f + ", oneDNN's best on " + f + " tensors / ours", l.user_ratio,
+                      l.error.empty() ? "n/a" : "unsupported"});
     }
   } else {
     for (const auto& l : r.layouts) {
       bars.push_back({std::string("bar ours ours-") + to_string(l.layout), layout_colour(l.layout),
-                      r.name + " " + to_string(l.layout) + ": " + l.kernel, l.peak_pct});
+                      r.name + " " + to_string(l.layout) + ": " + (l.error.empty() ? l.kernel : l.error), l.peak_pct,
+                      l.error.empty() ? "n/a" : "unsupported"});
     }
   }
-  for (Bar& b : bars) b.tip += " = " + (run.onednn ? num(b.value, 2) : num(b.value, 1) + "%");
+  for (Bar& b : bars) {
+    b.tip += " = " + (!usable(b.value) ? b.missing : run.onednn ? num(b.value, 2) : num(b.value, 1) + "%");
+  }
   return bars;
 }
 
@@ -116,7 +122,7 @@ double bar_panel(Svg& svg, const RunInfo& run, const std::vector<ProblemResult>&
       const double base = run.onednn ? sx(1) : sx(0);
       const double end = usable(b.value) ? sx(b.value) : base;
       svg.rect(std::min(base, end), y, std::fabs(end - base), kBarHeight - 1, b.colour, b.cls, b.tip);
-      const std::string value = usable(b.value) ? num(b.value, run.onednn ? 2 : 0) : "n/a";
+      const std::string value = usable(b.value) ? num(b.value, run.onednn ? 2 : 0) : b.missing;
       const bool left = end < base;
       svg.text(end + (left ? -3 : 3), y + kBarHeight - 2, value, left ? Anchor::End : Anchor::Start, 8);
       y += kBarHeight;

@@ -110,10 +110,12 @@ Table make_table(const RunInfo& run) {
   return t;
 }
 
-// The problem's own cells (oneDNN's kernels, the race) go on its first line only.
+// The problem's own cells (oneDNN's kernels, the race) go on its first line with a kernel only.
 void add_rows(const RunInfo& run, Table& t, const ProblemResult& r) {
+  const LayoutResult* owner = nullptr;
+  for (const LayoutResult& l : r.layouts) owner = owner || !l.error.empty() ? owner : &l;
   for (const LayoutResult& l : r.layouts) {
-    const bool first = &l == &r.layouts.front();
+    const bool first = &l == owner;
     if (!l.error.empty()) {
       t.add_row({r.name, to_string(l.layout), "unsupported: " + l.error});
       continue;
