@@ -2,6 +2,7 @@
 // and the public listing / clearing functions. The entry format itself lives in disk_cache_entry.cpp.
 #include "runtime/disk_cache.hpp"
 #include "runtime/file_io.hpp"
+#include "runtime/jit_profile.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -235,6 +236,7 @@ KernelPtr make_kernel(const Problem& p, Lookup&& l) {
   k->problem = p;
   k->plan = std::move(l.entry.plan);
   k->code = std::move(l.code);
+  jit_profile_code(k->code->data(), k->code->size(), k->plan.name);
   for (int kind = 0; kind < 2; ++kind)
     for (size_t off : l.entry.entries[kind])
       k->fns[kind].push_back(reinterpret_cast<jit::KernelFn>(

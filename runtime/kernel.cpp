@@ -12,6 +12,7 @@
 #include "runtime/compiled_kernel.hpp"
 #include "runtime/hints.hpp"
 #include "runtime/disk_cache.hpp"
+#include "runtime/jit_profile.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace deconvjit {
@@ -41,6 +42,7 @@ std::shared_ptr<const CompiledKernel> build_kernel(const Problem& p, const Plan&
   k->plan = plan;
   const jit::EmittedCode code = jit::emit_kernel(plan);
   k->code = std::make_unique<jit::CodeBuffer>(code.bytes.data(), code.bytes.size());
+  jit_profile_code(k->code->data(), k->code->size(), plan.name);
   for (int kind = 0; kind < 2; ++kind)
     for (size_t off : code.entries[kind])
       k->fns[kind].push_back(reinterpret_cast<jit::KernelFn>(

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <dnnl.hpp>
+#include <algorithm>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -28,13 +29,13 @@ memory::dims packed_strides(const std::vector<int64_t>& sizes, int64_t inner) {
   return s;
 }
 
-// oneDNN always names data dims {N, C, spatial...}; the strides say where the user keeps them.
-memory::desc user_data_md(const Problem& p, int64_t channels, const std::vector<int64_t>& spatial) {
+// oneDNN always names data dims {N, C, spatial...}; the strides say where the data lives in layout `f`.
+memory::desc data_md(const Problem& p, DataFormat f, int64_t channels, const std::vector<int64_t>& spatial) {
   memory::dims dims{p.batch, channels};
   dims.insert(dims.end(), spatial.begin(), spatial.end());
   const int64_t plane = std::accumulate(spatial.begin(), spatial.end(), int64_t{1}, std::multiplies<>());
   memory::dims strides;
-  if (p.data_format == DataFormat::NCX) {
+  if (f == DataFormat::NCX) {
     strides = {channels * plane, plane};
     const memory::dims s = packed_strides(spatial, 1);
     strides.insert(strides.end(), s.begin(), s.end());
@@ -109,35 +110,71 @@ struct Variant {
   }
 };
 
+// src and dst as plain tensors in one layout.
+struct Plain {
+  memory src, dst;
+};
+
+memory own_like(const memory::desc& md) { return memory(md, engine()); }
+
 }  // namespace
 
 struct OnednnDeconv::State {
   dnnl::stream stream{engine()};
-  memory src, dst;  // the caller's buffers, in the user's layout
-  Variant a, b;
-  // (b)'s own layouts, with reorders built once as a user would; absent when oneDNN chose the user's layout.
-  memory src_b, dst_b;
-  std::optional<dnnl::reorder> to_b, from_b;
+  int user;        // index of the caller's layout in `plain`: 0 NCX, 1 NXC
+  Plain plain[2];  // the caller's buffers in its layout, this object's own in the other
+  Variant ncx, nxc, any;
+  memory src_any, dst_any;                           // in the formats `any` chose, filled once from src
+  std::optional<dnnl::reorder> to_any[2], from_any[2];  // absent where `any` chose that plain layout
 
   State(const Problem& p, const float* src_ptr, const float* weights, float* dst_ptr)
-      : src(user_data_md(p, p.c_in, p.in), engine(), const_cast<float*>(src_ptr)),
-        dst(user_data_md(p, p.c_out, p.out), engine(), dst_ptr),
-        a(p, src.get_desc(), dst.get_desc(), stream, weights),
-        b(p, any_like(src.get_desc()), any_like(dst.get_desc()), stream, weights),
-        src_b(src),
-        dst_b(dst) {
-    if (b.pd.src_desc() != src.get_desc()) {
-      src_b = memory(b.pd.src_desc(), engine());
-      to_b.emplace(src, src_b);
+      : user(p.data_format == DataFormat::NXC),
+        plain{make_plain(p, DataFormat::NCX, src_ptr, dst_ptr), make_plain(p, DataFormat::NXC, src_ptr, dst_ptr)},
+        ncx(p, plain[0].src.get_desc(), plain[0].dst.get_desc(), stream, weights),
+        nxc(p, plain[1].src.get_desc(), plain[1].dst.get_desc(), stream, weights),
+        any(p, any_like(plain[0].src.get_desc()), any_like(plain[0].dst.get_desc()), stream, weights),
+        src_any(own_like(any.pd.src_desc())),
+        dst_any(own_like(any.pd.dst_desc())) {
+    dnnl::reorder(plain[user].src, plain[1 - user].src).execute(stream, plain[user].src, plain[1 - user].src);
+    dnnl::reorder(plain[user].src, src_any).execute(stream, plain[user].src, src_any);
+    for (int l = 0; l < 2; ++l) {
+      if (any.pd.src_desc() != plain[l].src.get_desc()) to_any[l].emplace(plain[l].src, src_any);
+      if (any.pd.dst_desc() != plain[l].dst.get_desc()) from_any[l].emplace(dst_any, plain[l].dst);
     }
-    if (b.pd.dst_desc() != dst.get_desc()) {
-      dst_b = memory(b.pd.dst_desc(), engine());
-      from_b.emplace(dst_b, dst);
-    }
+    stream.wait();
+  }
+
+  // The caller's buffers in the caller's layout; this object's own in the other.
+  static Plain make_plain(const Problem& p, DataFormat f, const float* src, float* dst) {
+    const memory::desc s = data_md(p, f, p.c_in, p.in), d = data_md(p, f, p.c_out, p.out);
+    if (f != p.data_format) return {own_like(s), own_like(d)};
+    return {memory(s, engine(), const_cast<float*>(src)), memory(d, engine(), dst)};
   }
 
   static memory::desc any_like(const memory::desc& md) {
     return memory::desc(md.dims(), memory::data_type::f32, memory::format_tag::any);
+  }
+
+  void execute(Variant& v, const memory& src, const memory& dst) {
+    v.prim.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, v.weights}, {DNNL_ARG_DST, dst}});
+  }
+
+  // `any` on tensors of layout `l`, paying the reorders a user holding plain tensors pays.
+  void any_from(int l) {
+    if (to_any[l]) to_any[l]->execute(stream, plain[l].src, src_any);
+    execute(any, to_any[l] ? src_any : plain[l].src, from_any[l] ? dst_any : plain[l].dst);
+    if (from_any[l]) from_any[l]->execute(stream, dst_any, plain[l].dst);
+  }
+
+  const memory& result_of(OnednnRun r) const {
+    switch (r) {
+      case OnednnRun::plain_ncx:
+      case OnednnRun::any_from_ncx: return plain[0].dst;
+      case OnednnRun::plain_nxc:
+      case OnednnRun::any_from_nxc: return plain[1].dst;
+      case OnednnRun::any_kernel: break;
+    }
+    return dst_any;
   }
 };
 
@@ -170,21 +207,63 @@ std::unique_ptr<OnednnDeconv> OnednnDeconv::create(const Problem& p, const float
 OnednnDeconv::OnednnDeconv(std::unique_ptr<State> s) : s_(std::move(s)) {}
 OnednnDeconv::~OnednnDeconv() = default;
 
-void OnednnDeconv::run_user_layout() {
+void OnednnDeconv::run(OnednnRun r) {
   State& s = *s_;
-  s.a.prim.execute(s.stream, {{DNNL_ARG_SRC, s.src}, {DNNL_ARG_WEIGHTS, s.a.weights}, {DNNL_ARG_DST, s.dst}});
+  switch (r) {
+    case OnednnRun::plain_ncx: s.execute(s.ncx, s.plain[0].src, s.plain[0].dst); break;
+    case OnednnRun::plain_nxc: s.execute(s.nxc, s.plain[1].src, s.plain[1].dst); break;
+    case OnednnRun::any_from_ncx: s.any_from(0); break;
+    case OnednnRun::any_from_nxc: s.any_from(1); break;
+    case OnednnRun::any_kernel: s.execute(s.any, s.src_any, s.dst_any); break;
+  }
   s.stream.wait();
 }
 
-void OnednnDeconv::run_any_layout() {
+void OnednnDeconv::result_to_user(OnednnRun r) {
   State& s = *s_;
-  if (s.to_b) s.to_b->execute(s.stream, s.src, s.src_b);
-  s.b.prim.execute(s.stream, {{DNNL_ARG_SRC, s.src_b}, {DNNL_ARG_WEIGHTS, s.b.weights}, {DNNL_ARG_DST, s.dst_b}});
-  if (s.from_b) s.from_b->execute(s.stream, s.dst_b, s.dst);
+  memory from = s.result_of(r), to = s.plain[s.user].dst;
+  if (from.get_data_handle() == to.get_data_handle()) return;
+  dnnl::reorder(from, to).execute(s.stream, from, to);
   s.stream.wait();
 }
 
-std::string OnednnDeconv::impl_user_layout() const { return s_->a.pd.impl_info_str(); }
-std::string OnednnDeconv::impl_any_layout() const { return s_->b.pd.impl_info_str(); }
+std::string OnednnDeconv::impl(OnednnRun r) const {
+  switch (r) {
+    case OnednnRun::plain_ncx: return s_->ncx.pd.impl_info_str();
+    case OnednnRun::plain_nxc: return s_->nxc.pd.impl_info_str();
+    default: return s_->any.pd.impl_info_str();
+  }
+}
+
+// oneDNN's own notation for a blocked layout: dimensions a, b, c... from the outermost stride in, upper
+// case when blocked, then the inner blocks ("aBcd16b" is nChw16c).
+std::string OnednnDeconv::any_src_format() const {
+  const dnnl_memory_desc_t& md = s_->any.pd.src_desc().data;
+  if (md.format_kind != dnnl_blocked) return "not blocked";
+  const dnnl_blocking_desc_t& b = md.format_desc.blocking;
+  std::vector<int> order(static_cast<size_t>(md.ndims));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
+  std::string tag;
+  for (int d : order) {
+    const bool blocked = std::find(b.inner_idxs, b.inner_idxs + b.inner_nblks, d) != b.inner_idxs + b.inner_nblks;
+    tag += static_cast<char>((blocked ? 'A' : 'a') + d);
+  }
+  for (int i = 0; i < b.inner_nblks; ++i) {
+    tag += std::to_string(b.inner_blks[i]) + static_cast<char>('a' + b.inner_idxs[i]);
+  }
+  return tag;
+}
+
+const char* to_string(OnednnRun r) {
+  switch (r) {
+    case OnednnRun::plain_ncx: return "ncx";
+    case OnednnRun::plain_nxc: return "nxc";
+    case OnednnRun::any_from_ncx: return "any+reorders from ncx";
+    case OnednnRun::any_from_nxc: return "any+reorders from nxc";
+    case OnednnRun::any_kernel: return "any";
+  }
+  return "?";
+}
 
 }  // namespace deconvjit::bench

@@ -15,22 +15,33 @@ namespace deconvjit::bench {
 void onednn_configure(Isa max_isa, int threads);
 std::string onednn_version();
 
+// The ways oneDNN can run one problem. Weights are always in the layout oneDNN prefers, reordered once.
+enum class OnednnRun {
+  plain_ncx,     // src and dst plain NCX tensors (oneDNN's nchw, ncw, ncdhw)
+  plain_nxc,     // src and dst plain NXC tensors (nhwc, nwc, ndhwc)
+  any_from_ncx,  // src and dst in the formats oneDNN prefers (`any`), reorders from and back to NCX timed
+  any_from_nxc,  // the same from and back to NXC
+  any_kernel,    // `any` formats with the data already there: the primitive alone, as an engine that keeps
+                 // tensors in oneDNN's blocked layouts between layers runs it
+};
+const char* to_string(OnednnRun run);
+
 class OnednnDeconv {
  public:
-  // Builds both variants on the caller's buffers (in the problem's layouts; `weights` in its weights_format,
-  // reordered into oneDNN's layout here, once). Returns null and sets `why` when oneDNN cannot express the
-  // problem (for example negative pads) or refuses it.
+  // Builds the plain primitives for both layouts and the `any` one. `src` and `dst` are the caller's buffers
+  // in the problem's data_format (`weights` in its weights_format); the other layout's tensors and the
+  // `any` tensors belong to this object, filled once by reorders from `src`. Returns null and sets `why`
+  // when oneDNN cannot express the problem (for example negative pads) or refuses it.
   static std::unique_ptr<OnednnDeconv> create(const Problem& p, const float* src, const float* weights,
                                               float* dst, std::string* why);
   ~OnednnDeconv();
 
-  // (a) src and dst memory descriptors in the user's layout; weights in oneDNN's preferred layout.
-  void run_user_layout();
-  // (b) src and dst in the layouts oneDNN prefers ("any"), with the reorders from and back to the user's
-  // layout counted as part of the run, as a user who keeps plain tensors would pay them.
-  void run_any_layout();
-  std::string impl_user_layout() const;  // oneDNN's implementation names, e.g. "jit:avx512_core"
-  std::string impl_any_layout() const;
+  void run(OnednnRun run);
+  // Puts the result of the last `run(r)` into the caller's dst (reordering when `r` wrote elsewhere), so it
+  // can be compared with ours. Not timed.
+  void result_to_user(OnednnRun r);
+  std::string impl(OnednnRun r) const;  // oneDNN's implementation name, e.g. "jit:avx512_core"
+  std::string any_src_format() const;   // the layout `any` chose for src, in oneDNN's notation ("aBcd16b")
 
  private:
   struct State;

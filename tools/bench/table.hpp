@@ -14,6 +14,8 @@ class Table {
   void add_column(std::string header, Align align = Align::Right);
   void add_row(std::vector<std::string> cells);  // one cell per column; missing cells print empty
   void print(std::ostream& out) const;           // two spaces between columns, no trailing blanks
+  const std::vector<std::string>& headers() const { return headers_; }
+  const std::vector<std::vector<std::string>>& rows() const { return rows_; }
 
  private:
   std::vector<std::string> headers_;

@@ -1,10 +1,12 @@
 // deconvjit bench DESC... | --suite FILE: cold compile time, execute time, GFLOP/s against this machine's
-// measured peak, and (--vs onednn) oneDNN's deconvolution on the same problem in the same process.
+// measured peak, and (--vs onednn) oneDNN's deconvolution on the same problem in the same process, compared
+// two ways (bench/results.hpp): on the user's layout, and kernel against kernel (the race).
 #include <tbb/task_arena.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -13,6 +15,8 @@
 #include <thread>
 
 #include "bench/peak_probe.hpp"
+#include "bench/report.hpp"
+#include "bench/results.hpp"
 #include "bench/suite.hpp"
 #include "bench/table.hpp"
 #include "bench/timing.hpp"
@@ -31,7 +35,7 @@ constexpr double kAgreement = 1e-3;  // oneDNN vs us: max |diff| / max |dst|; lo
 
 struct BenchArgs {
   std::vector<std::string> descs;
-  std::string suite, isa = "best", layout, vs, filter;
+  std::string suite, isa = "best", layout, vs, filter, report, hints;
   int threads = 0;
   double min_time = 0.2;
   bool json = false, verify = false;
@@ -47,17 +51,6 @@ struct Context {
   int threads = 1;  // the arena's, known once inside it
 };
 
-// Times in ms. Negative means "not measured" (printed "-"), NaN "not possible" (printed "n/a").
-struct Row {
-  std::string name, kernel, layout, error, verify, onednn_note, impl_a, impl_b;
-  Isa isa = Isa::best;
-  double gflop = 0, mbytes = 0;
-  double compile_ms = -1, ours_ms = -1, gflops = -1, peak_pct = -1, gbps = -1, bw_pct = -1;
-  bool memory_bound = false;
-  double onednn_a_ms = -1, onednn_b_ms = -1, ratio = -1;
-  bool onednn_agrees = true;  // oneDNN's output matched ours (checked once, when oneDNN ran)
-};
-
 // The operands of one problem: 64-byte aligned, seeded, in the descriptor's layouts.
 struct Buffers {
   bench::AlignedFloats src, weights, dst, other;
@@ -66,11 +59,22 @@ struct Buffers {
   ConstBuffer weights_view() const { return {weights.get(), n_weights}; }
   Buffer dst_view() const { return {dst.get(), n_dst}; }
   Buffers(const Problem& p, uint64_t seed)
-      : n_src(p.src_elements()), n_weights(p.weights_elements()), n_dst(p.dst_elements()), src(bench::aligned_floats(p.src_elements())), weights(bench::aligned_floats(p.weights_elements())),
-        dst(bench::aligned_floats(p.dst_elements())), other(bench::aligned_floats(p.dst_elements())) {
+      : src(bench::aligned_floats(p.src_elements())), weights(bench::aligned_floats(p.weights_elements())),
+        dst(bench::aligned_floats(p.dst_elements())), other(bench::aligned_floats(p.dst_elements())),
+        n_src(p.src_elements()), n_weights(p.weights_elements()), n_dst(p.dst_elements()) {
     bench::fill_random(src.get(), p.src_elements(), seed);
     bench::fill_random(weights.get(), p.weights_elements(), ~seed);
   }
+};
+
+// Our kernel for the problem in one layout, ready to time; `result` is where its figures go.
+struct Prepared {
+  Problem p;
+  Kernel kernel;
+  std::unique_ptr<Buffers> b;
+  PackedWeights packed;
+  bench::LayoutResult* result = nullptr;
+  void run() const { kernel.execute(b->src_view(), packed, b->dst_view()); }
 };
 
 // Wall time of compile() with the cache off, median of three: what a first use of a problem costs.
@@ -112,199 +116,133 @@ double relative_difference(const float* got, const float* want, int64_t n) {
   return diff / std::max(scale, 1e-30);
 }
 
-// Runs `run` once into a poisoned buffer and warns if oneDNN's answer differs from ours: with the
-// reference already checked, that means this adapter described the problem to oneDNN wrongly.
-bool cross_check(const std::string& row, const char* variant, const std::function<void()>& run,
-                 const Problem& p, Buffers& b) {
-  std::fill(b.other.get(), b.other.get() + p.dst_elements(), std::numeric_limits<float>::quiet_NaN());
-  run();
-  const double rel = relative_difference(b.other.get(), b.dst.get(), p.dst_elements());
+// Runs `r` once into a poisoned buffer and warns if oneDNN's answer differs from ours: with the reference
+// already checked, that means this adapter described the problem to oneDNN wrongly.
+bool cross_check(const std::string& row, bench::OnednnDeconv& dnnl, bench::OnednnRun r, const Prepared& ours) {
+  const int64_t n = ours.p.dst_elements();
+  float* got = ours.b->other.get();
+  std::fill(got, got + n, std::numeric_limits<float>::quiet_NaN());
+  dnnl.run(r);
+  dnnl.result_to_user(r);
+  const double rel = relative_difference(got, ours.b->dst.get(), n);
   if (!(rel < kAgreement)) {
-    std::cerr << "warning: " << row << ": oneDNN (" << variant << ") disagrees with deconvjit: max |diff| / "
-              << "max |dst| = " << rel << " (a mapping bug in the oneDNN adapter?)\n";
+    std::cerr << "warning: " << row << ": oneDNN (" << bench::to_string(r) << ") disagrees with deconvjit: max "
+              << "|diff| / max |dst| = " << rel << " (a mapping bug in the oneDNN adapter?)\n";
     return false;
   }
   return true;
 }
+
+// oneDNN's runs of the problem, on `user`'s buffers (the first of our layouts), each with where its time
+// goes. The plain and `any` kernels feed the race; `any` from each of our layouts the user-layout comparison.
+void add_onednn(bench::ProblemResult& row, const Prepared& user, const std::vector<Prepared>& ours,
+                std::unique_ptr<bench::OnednnDeconv>& dnnl, std::vector<std::function<void()>>& variants,
+                std::vector<double*>& slots) {
+  using bench::OnednnRun;
+  dnnl = bench::OnednnDeconv::create(user.p, user.b->src.get(), user.b->weights.get(), user.b->other.get(),
+                                     &row.onednn_note);
+  if (!dnnl) {
+    std::cerr << "note: " << row.name << ": oneDNN cannot run this problem: " << row.onednn_note << "\n";
+    row.onednn_ncx_ms = row.onednn_nxc_ms = row.onednn_any_ms = kNaN;
+    for (auto& l : row.layouts) l.onednn_any_reordered_ms = kNaN;
+    return;
+  }
+  std::vector<std::pair<OnednnRun, double*>> runs{{OnednnRun::plain_ncx, &row.onednn_ncx_ms},
+                                                  {OnednnRun::plain_nxc, &row.onednn_nxc_ms},
+                                                  {OnednnRun::any_kernel, &row.onednn_any_ms}};
+  for (const Prepared& o : ours) {
+    const bool ncx = o.result->layout == DataFormat::NCX;
+    runs.emplace_back(ncx ? OnednnRun::any_from_ncx : OnednnRun::any_from_nxc, &o.result->onednn_any_reordered_ms);
+  }
+  for (const auto& [r, slot] : runs) {
+    row.onednn_agrees = cross_check(row.name, *dnnl, r, user) && row.onednn_agrees;
+    variants.push_back([&d = *dnnl, r = r] { d.run(r); });
+    slots.push_back(slot);
+  }
+  row.impl_ncx = dnnl->impl(OnednnRun::plain_ncx);
+  row.impl_nxc = dnnl->impl(OnednnRun::plain_nxc);
+  row.impl_any = dnnl->impl(OnednnRun::any_kernel);
+  row.any_format = dnnl->any_src_format();
+}
 #endif
 
-// Ours, then oneDNN's variants when possible, timed in interleaved batches.
-void time_row(const Context& ctx, const Problem& p, const Kernel& kernel, const PackedWeights& packed,
-              Buffers& b, Row& row) {
-  std::vector<std::function<void()>> variants{[&] { kernel.execute(b.src_view(), packed, b.dst_view()); }};
-  variants[0]();  // the cross-check below compares with this result
-#if !DECONVJIT_HAVE_ONEDNN
-  (void)p;
-#else
-  std::unique_ptr<bench::OnednnDeconv> dnnl;
-  if (ctx.onednn) {
-    dnnl = bench::OnednnDeconv::create(p, b.src.get(), b.weights.get(), b.other.get(), &row.onednn_note);
-    if (dnnl) {
-      variants.push_back([&] { dnnl->run_user_layout(); });
-      variants.push_back([&] { dnnl->run_any_layout(); });
-      row.onednn_agrees = cross_check(row.name, "a", variants[1], p, b);
-      row.onednn_agrees = cross_check(row.name, "b", variants[2], p, b) && row.onednn_agrees;
-      row.impl_a = dnnl->impl_user_layout();
-      row.impl_b = dnnl->impl_any_layout();
-    } else {
-      std::cerr << "note: " << row.name << ": oneDNN cannot run this problem: " << row.onednn_note << "\n";
-      row.onednn_a_ms = row.onednn_b_ms = row.ratio = kNaN;
-    }
+// Ours in each layout, then oneDNN's runs when asked for, timed in interleaved batches.
+void time_problem(const Context& ctx, bench::ProblemResult& row, const std::vector<Prepared>& ours) {
+  std::vector<std::function<void()>> variants;
+  std::vector<double*> slots;
+  for (const Prepared& o : ours) {
+    o.run();  // the cross-check compares oneDNN with this result
+    variants.push_back([&o] { o.run(); });
+    slots.push_back(&o.result->ours_ms);
   }
+#if DECONVJIT_HAVE_ONEDNN
+  std::unique_ptr<bench::OnednnDeconv> dnnl;
+  if (ctx.onednn) add_onednn(row, ours.front(), ours, dnnl, variants, slots);
+#else
+  (void)row;
 #endif
   const std::vector<double> ms = bench::interleaved_medians(variants, ctx.args.min_time);
-  row.ours_ms = ms[0];
-  if (ms.size() == 3) {
-    row.onednn_a_ms = ms[1];
-    row.onednn_b_ms = ms[2];
-    row.ratio = std::min(ms[1], ms[2]) / ms[0];
-  }
+  for (size_t i = 0; i < ms.size(); ++i) *slots[i] = ms[i];
 }
 
 // Roofline: a row is memory-bound when it does fewer flops per byte than the machine's balance point.
-void add_rates(const Context& ctx, Row& row) {
-  const double peak = bench::peak_gflops(ctx.peak, row.isa, ctx.threads);
+void add_rates(const Context& ctx, const bench::ProblemResult& row, bench::LayoutResult& l) {
+  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads);
   const double bandwidth = bench::peak_bandwidth(ctx.peak, ctx.threads);
-  row.gflops = row.gflop / (row.ours_ms * 1e-3);
-  row.peak_pct = peak > 0 ? 100 * row.gflops / peak : -1;
-  row.gbps = row.mbytes * 1e-3 / (row.ours_ms * 1e-3);
-  row.bw_pct = bandwidth > 0 ? 100 * row.gbps / bandwidth : -1;
-  row.memory_bound = bandwidth > 0 && row.gflop / (row.mbytes * 1e-3) < peak / bandwidth;
+  l.gflops = row.gflop / (l.ours_ms * 1e-3);
+  l.peak_pct = peak > 0 ? 100 * l.gflops / peak : -1;
+  l.gbps = row.mbytes * 1e-3 / (l.ours_ms * 1e-3);
+  l.bw_pct = bandwidth > 0 ? 100 * l.gbps / bandwidth : -1;
+  l.memory_bound = bandwidth > 0 && row.gflop / (row.mbytes * 1e-3) < peak / bandwidth;
 }
 
-Row bench_case(const Context& ctx, const bench::BenchCase& c) {
-  const Problem p = resolve(c.desc);
-  Row row;
-  row.name = c.name;
-  row.layout = to_string(p.data_format);
-  row.gflop = p.flops() * 1e-9;
-  row.mbytes = 4e-6 * static_cast<double>(p.src_elements() + p.weights_elements() + p.dst_elements());
-  Kernel kernel;
+// Compiles (cold) and verifies our kernel for `d`; false (with `l.error`) when no kernel handles it.
+bool prepare(const Context& ctx, const std::string& name, const Descriptor& d, bench::LayoutResult& l,
+             Prepared& out) {
+  out.p = resolve(d);
   try {
-    kernel = cold_compile(c.desc, ctx.options, &row.compile_ms);
+    out.kernel = cold_compile(d, ctx.options, &l.compile_ms);
   } catch (const Error& e) {
     if (e.kind() != Error::Kind::Unsupported) throw;
-    row.error = e.what();
-    return row;
+    l.error = e.what();
+    return false;
   }
-  row.kernel = kernel.name();
-  row.isa = kernel.isa();
-  Buffers b(p, ctx.args.seed);
-  const PackedWeights packed = kernel.pack_weights(b.weights_view());
-  if (ctx.args.verify) row.verify = verify_kernel(row.name, p, kernel, packed, b);
-  time_row(ctx, p, kernel, packed, b, row);
-  add_rates(ctx, row);
+  l.kernel = out.kernel.name();
+  l.isa = out.kernel.isa();
+  out.b = std::make_unique<Buffers>(out.p, ctx.args.seed);
+  out.packed = out.kernel.pack_weights(out.b->weights_view());
+  out.result = &l;
+  if (ctx.args.verify) l.verify = verify_kernel(name + " " + to_string(l.layout), out.p, out.kernel, out.packed, *out.b);
+  return true;
+}
+
+std::vector<DataFormat> layouts_of(const BenchArgs& a, const Descriptor& d) {
+  if (a.layout == "both") return {DataFormat::NCX, DataFormat::NXC};
+  return {d.data_format};  // select_cases applied --layout ncx|nxc already
+}
+
+bench::ProblemResult bench_case(const Context& ctx, const bench::BenchCase& c) {
+  bench::ProblemResult row;
+  row.name = c.name;
+  row.onednn = ctx.onednn;
+  const Problem p = resolve(c.desc);
+  row.gflop = p.flops() * 1e-9;
+  row.mbytes = 4e-6 * static_cast<double>(p.src_elements() + p.weights_elements() + p.dst_elements());
+  const std::vector<DataFormat> layouts = layouts_of(ctx.args, c.desc);
+  row.layouts.resize(layouts.size());  // never resized again: Prepared points into it
+  std::vector<Prepared> ours;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    row.layouts[i].layout = layouts[i];
+    Prepared prepared;
+    if (prepare(ctx, c.name, bench::with_data_format(c.desc, layouts[i]), row.layouts[i], prepared)) {
+      ours.push_back(std::move(prepared));
+    }
+  }
+  if (ours.empty()) return row;
+  time_problem(ctx, row, ours);
+  for (const Prepared& o : ours) add_rates(ctx, row, *o.result);
+  bench::compare(row);
   return row;
-}
-
-nlohmann::ordered_json number(double v) {
-  if (v < 0 || std::isnan(v)) return nullptr;
-  return v;
-}
-
-nlohmann::ordered_json row_json(const Row& r) {
-  nlohmann::ordered_json j;
-  j["name"] = r.name;
-  if (!r.error.empty()) {
-    j["error"] = r.error;
-    return j;
-  }
-  j["kernel"] = r.kernel;
-  j["isa"] = to_string(r.isa);
-  j["layout"] = r.layout;
-  j["gflop"] = r.gflop;
-  j["mbytes"] = r.mbytes;
-  j["compile_ms"] = r.compile_ms;
-  j["ours_ms"] = r.ours_ms;
-  j["gflops"] = r.gflops;
-  j["peak_pct"] = number(r.peak_pct);
-  j["bound"] = r.memory_bound ? "memory" : "compute";
-  j["gbps"] = r.gbps;
-  j["bw_pct"] = number(r.bw_pct);
-  if (!r.verify.empty()) j["verify"] = r.verify;
-  if (r.onednn_a_ms >= 0 || std::isnan(r.onednn_a_ms)) {
-    j["onednn_a_ms"] = number(r.onednn_a_ms);
-    j["onednn_b_ms"] = number(r.onednn_b_ms);
-    j["ratio"] = number(r.ratio);
-    if (!r.impl_a.empty()) {
-      j["onednn_agrees"] = r.onednn_agrees;
-      j["onednn_impl_a"] = r.impl_a;
-      j["onednn_impl_b"] = r.impl_b;
-    }
-    if (!r.onednn_note.empty()) j["onednn_note"] = r.onednn_note;
-  }
-  return j;
-}
-
-bench::Table make_table(const Context& ctx) {
-  bench::Table t;
-  t.add_column("name", bench::Table::Align::Left);
-  t.add_column("kernel", bench::Table::Align::Left);
-  for (const char* c : {"compile_ms", "ours_ms", "GFLOP/s", "%peak", "GB/s", "%bw"}) t.add_column(c);
-  if (ctx.onednn) {
-    for (const char* c : {"onednn_a_ms", "onednn_b_ms", "ratio"}) t.add_column(c);
-  }
-  if (ctx.args.verify) t.add_column("verify", bench::Table::Align::Left);
-  return t;
-}
-
-void add_table_row(const Context& ctx, bench::Table& t, const Row& r) {
-  if (!r.error.empty()) {
-    t.add_row({r.name, "unsupported: " + r.error});
-    return;
-  }
-  // Bandwidth figures only where bandwidth is the limit; elsewhere they would invite a wrong reading.
-  std::vector<std::string> cells{r.name, r.kernel, fixed(r.compile_ms, 2), fixed(r.ours_ms, 3),
-                                 fixed(r.gflops, 1), fixed(r.peak_pct, 1),
-                                 r.memory_bound ? fixed(r.gbps, 1) : "-", r.memory_bound ? fixed(r.bw_pct, 1) : "-"};
-  if (ctx.onednn) {
-    for (double v : {r.onednn_a_ms, r.onednn_b_ms}) cells.push_back(fixed(v, 3));
-    cells.push_back(fixed(r.ratio, 2));
-  }
-  if (ctx.args.verify) cells.push_back(r.verify);
-  t.add_row(std::move(cells));
-}
-
-double geomean_ratio(const std::vector<Row>& rows, int* count) {
-  double log_sum = 0;
-  *count = 0;
-  for (const Row& r : rows) {
-    if (r.ratio > 0 && std::isfinite(r.ratio)) {
-      log_sum += std::log(r.ratio);
-      ++*count;
-    }
-  }
-  return *count ? std::exp(log_sum / *count) : kNaN;
-}
-
-void print_summary(const Context& ctx, const std::vector<Row>& rows, int verify_failures, int unsupported) {
-  int compared = 0;
-  const double geomean = geomean_ratio(rows, &compared);
-  const Isa isa = ctx.options.max_isa;
-  const double peak = bench::peak_gflops(ctx.peak, isa, ctx.threads);
-  const double bandwidth = bench::peak_bandwidth(ctx.peak, ctx.threads);
-  if (ctx.args.json) {
-    nlohmann::ordered_json j;
-    j["summary"] = true;
-    j["rows"] = rows.size();
-    j["threads"] = ctx.threads;
-    j["isa"] = to_string(isa);
-    j["peak_gflops"] = peak;
-    j["bandwidth_gbps"] = bandwidth;
-    j["geomean_ratio"] = compared ? nlohmann::ordered_json(geomean) : nlohmann::ordered_json(nullptr);
-    j["verify_failures"] = verify_failures;
-    j["unsupported"] = unsupported;
-    j["onednn"] = ctx.onednn ? nlohmann::ordered_json(ctx.onednn_version) : nlohmann::ordered_json(nullptr);
-    std::cout << j.dump() << std::endl;
-    return;
-  }
-  std::cout << rows.size() << " problem(s), " << ctx.threads << " thread(s), " << to_string(isa)
-            << "; measured peak " << fixed(peak, 1) << " GFLOP/s, bandwidth " << fixed(bandwidth, 1) << " GB/s\n";
-  if (compared) {
-    std::cout << "geomean ratio oneDNN_best/ours over " << compared << " problem(s): " << fixed(geomean, 3)
-              << " (>1: deconvjit faster)\n";
-  }
-  if (ctx.args.verify) std::cout << "verify: " << verify_failures << " failure(s)\n";
 }
 
 std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
@@ -321,11 +259,11 @@ std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
   std::vector<bench::BenchCase> kept;
   for (auto& c : cases) {
     if (!std::regex_search(c.name, filter)) continue;
-    if (!a.layout.empty()) {
+    if (a.layout == "ncx" || a.layout == "nxc") {
       c.desc = bench::with_data_format(c.desc, a.layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
     }
     try {
-      resolve(c.desc);  // every problem is judged before any is timed
+      for (DataFormat f : layouts_of(a, c.desc)) resolve(bench::with_data_format(c.desc, f));  // all before any runs
     } catch (const Error& e) {
       const std::string where = c.name == c.origin ? c.origin : c.origin + " (" + c.name + ")";
       throw Error(e.kind(), where + ": " + e.what());
@@ -364,11 +302,30 @@ void warn_if_busy() {
   }
 }
 
+// Judged before anything is timed: a report that cannot be written would waste the whole run.
+void check_report_path(const std::string& path) {
+  if (path.empty()) return;
+  bench::report_kind(path);
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw Error(Error::Kind::InvalidArgument, "--report '" + path + "': directory '" + dir.string() + "' does not exist");
+  }
+}
+
+void write_report(const std::string& path, const bench::RunInfo& run, const std::vector<bench::ProblemResult>& rows) {
+  const std::string text = bench::report_kind(path) == bench::ReportKind::Svg ? bench::report_svg(run, rows)
+                                                                               : bench::report_html(run, rows);
+  write_file_atomically(path, text.data(), text.size());
+}
+
 int bench_all(const BenchArgs& a) {
+  check_report_path(a.report);
   const std::vector<bench::BenchCase> cases = select_cases(a);
   Context ctx{a, {}, {}, false, {}, 1};
   const Isa requested = isa_from_string(a.isa);
   ctx.options.max_isa = resolve_isa(requested);
+  ctx.options.hints = load_hints(a.hints);
   ctx.options.use_cache = false;  // every compile is cold: neither cache serves it, none is written
   ctx.options.use_disk_cache = false;
   ctx.onednn = setup_onednn(a, requested, ctx.options.max_isa, &ctx.onednn_version);
@@ -376,28 +333,40 @@ int bench_all(const BenchArgs& a) {
   ctx.peak = bench::machine_peak(std::clamp(a.min_time, 0.02, 0.1));
 
   warn_if_busy();
-  std::vector<Row> rows;
-  int verify_failures = 0, unsupported = 0;
+  std::vector<bench::ProblemResult> rows;
+  bench::RunInfo run;
+  run.isa = ctx.options.max_isa;
+  run.onednn = ctx.onednn;
+  run.onednn_version = ctx.onednn_version;
+  run.verify = a.verify;
   const bool progress = !a.json && ::isatty(2);
   run_with_threads(a.threads, [&] {
     ctx.threads = tbb::this_task_arena::max_concurrency();
     for (const auto& c : cases) {
       if (progress) std::cerr << "\r\033[K[" << rows.size() + 1 << "/" << cases.size() << "] " << c.name << std::flush;
       rows.push_back(bench_case(ctx, c));
-      verify_failures += rows.back().verify == "FAIL";
-      unsupported += !rows.back().error.empty();
-      if (a.json) std::cout << row_json(rows.back()).dump() << std::endl;
+      for (const auto& l : rows.back().layouts) {
+        run.verify_failures += l.verify == "FAIL";
+        run.unsupported += !l.error.empty();
+      }
+      if (a.json) {
+        for (const auto& j : bench::problem_json(rows.back())) std::cout << j.dump() << std::endl;
+      }
     }
   });
   if (progress) std::cerr << "\r\033[K" << std::flush;
-  if (!a.json) {
-    bench::Table t = make_table(ctx);
-    for (const Row& r : rows) add_table_row(ctx, t, r);
-    t.print(std::cout);
+  run.threads = ctx.threads;
+  run.peak_gflops = bench::peak_gflops(ctx.peak, run.isa, ctx.threads);
+  run.bandwidth_gbps = bench::peak_bandwidth(ctx.peak, ctx.threads);
+  if (a.json) {
+    std::cout << bench::summary_json(run, rows).dump() << std::endl;
+  } else {
+    bench::print_table(std::cout, run, rows);
+    bench::print_summary(std::cout, run, rows);
   }
-  print_summary(ctx, rows, verify_failures, unsupported);
-  if (verify_failures) return kMismatch;
-  return unsupported ? kUnsupported : kOk;
+  if (!a.report.empty()) write_report(a.report, run, rows);
+  if (run.verify_failures) return kMismatch;
+  return run.unsupported ? kUnsupported : kOk;
 }
 
 Action setup_bench(CLI::App& app) {
@@ -408,12 +377,17 @@ Action setup_bench(CLI::App& app) {
   sub->add_option("--threads", a->threads, "threads (0 = all hardware threads)")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   add_isa_option(*sub, a->isa);
-  sub->add_option("--layout", a->layout, "re-express every problem's data in this layout (weights unchanged)")
-      ->check(CLI::IsMember({"ncx", "nxc"}));
+  add_hints_option(*sub, a->hints);
+  sub->add_option("--layout", a->layout,
+                  "re-express every problem's data in this layout (weights unchanged); both: time our NCX and NXC "
+                  "kernels, the kernel race takes the faster")
+      ->check(CLI::IsMember({"ncx", "nxc", "both"}));
   sub->add_option("--min-time", a->min_time, "seconds of timed runs per problem and variant (at least 5 runs)")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   sub->add_option("--vs", a->vs, "also time this library on the same problems")->check(CLI::IsMember({"onednn"}));
-  sub->add_flag("--json", a->json, "one JSON object per problem, then a summary object");
+  sub->add_option("--report", a->report,
+                  "also draw the run: FILE.svg (bars per problem, roofline) or FILE.html (the SVG and the table)");
+  sub->add_flag("--json", a->json, "one JSON object per problem and layout, then a summary object");
   sub->add_flag("--verify", a->verify, "check each kernel once against the reference first (exit 1 on FAIL)");
   sub->add_option("--filter", a->filter, "only problems whose name matches this regex");
   sub->add_option("--seed", a->seed, "seed of the random operands")->capture_default_str();
