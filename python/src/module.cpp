@@ -86,6 +86,12 @@ PYBIND11_MODULE(deconvjit, m) {
   m.def("time", &time_kernel, py::arg("kernel"), py::arg("x") = py::none(), py::arg("w") = py::none(),
         py::kw_only(), py::arg("min_time") = 0.2, py::arg("threads") = 0, py::arg("seed") = 1,
         "kernel.time(x, w, ...): the median milliseconds `deconvjit bench` prints.");
+  // Raises the exception of Error::Kind `kind` (0..5, the enum's order) from C++: lets the tests check the
+  // translation of kinds the API cannot be made to raise on demand (Io, Internal, IsaUnavailable).
+  m.def("_raise_error", [](int kind, const std::string& message) {
+    if (kind < 0 || kind > static_cast<int>(dj::Error::Kind::Internal)) dj::python::invalid_argument("no such kind");
+    throw dj::Error(static_cast<dj::Error::Kind>(kind), message);
+  });
   m.def("isa_available", [](const std::string& isa) { return dj::isa_available(dj::isa_from_string(isa)); },
         py::arg("isa"), "Whether this CPU runs kernels of `isa` ('avx2', 'avx512_core').");
 }
