@@ -13,7 +13,7 @@ esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 required=(cmake g++ ninja-build libxbyak-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev
-  libpugixml-dev libonnx-dev libprotobuf-dev)
+  libpugixml-dev libonnx-dev libprotobuf-dev pybind11-dev python3-dev python3-numpy python3-pytest)
 optional=(libdnnl-dev)  # only `main` wants it (the oneDNN comparison), and can do without
 
 missing() {
