@@ -11,6 +11,7 @@ struct IntField {
   const char* name;
   int TuningHints::*member;
   int unset;
+  bool flag = false;  // an on/off choice: true and false read naturally
 };
 struct TextField {
   const char* name;
@@ -19,17 +20,24 @@ struct TextField {
 
 constexpr TextField kText[] = {{"algorithm", &TuningHints::algorithm}, {"layout", &TuningHints::layout}};
 constexpr IntField kInts[] = {
-    {"batch_block", &TuningHints::batch_block, -1}, {"channels_per_call", &TuningHints::channels_per_call, 0},
-    {"flat_plane", &TuningHints::flat_plane, -1},   {"ic_block", &TuningHints::ic_block, 0},
+    {"batch_block", &TuningHints::batch_block, -1, true}, {"channels_per_call", &TuningHints::channels_per_call, 0},
+    {"flat_plane", &TuningHints::flat_plane, -1, true},   {"ic_block", &TuningHints::ic_block, 0},
     {"ic_unroll", &TuningHints::ic_unroll, 0},      {"oc_chunk", &TuningHints::oc_chunk, 0},
     {"oc_loop", &TuningHints::oc_loop, 0},          {"oc_vectors", &TuningHints::oc_vectors, 0},
-    {"parallel", &TuningHints::parallel, -1},       {"row_chunk", &TuningHints::row_chunk, 0},
+    {"parallel", &TuningHints::parallel, -1, true},       {"row_chunk", &TuningHints::row_chunk, 0},
     {"rows_per_block", &TuningHints::rows_per_block, 0}, {"ur_w", &TuningHints::ur_w, 0},
-    {"x_halo", &TuningHints::x_halo, -1},           {"x_split", &TuningHints::x_split, 0}};
+    {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};
 
 // A new field must join the tables above; this tripwire makes sure of it.
 static_assert(sizeof(TuningHints) == 14 * sizeof(int) + 2 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
+
+std::string known_fields() {
+  std::string s;
+  for (const TextField& f : kText) s += std::string(s.empty() ? "" : ", ") + f.name;
+  for (const IntField& f : kInts) s += std::string(", ") + f.name;
+  return s;
+}
 
 [[noreturn]] void reject(const std::string& why) {
   throw Error(Error::Kind::InvalidArgument, "tuning hints: " + why);
@@ -59,9 +67,9 @@ TuningHints hints_from_json(const std::string& text) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    reject(std::string("malformed JSON (") + e.what() + ")");
+    reject(std::string("not valid JSON (") + e.what() + ")");
   }
-  if (!j.is_object()) reject("expected a JSON object such as {\"ur_w\": 4}");
+  if (!j.is_object()) reject("expected a dict or a JSON object such as {\"ur_w\": 4}");
   TuningHints h;
   for (const auto& [key, v] : j.items()) {
     bool known = false;
@@ -73,16 +81,17 @@ TuningHints hints_from_json(const std::string& text) {
       }
     for (const IntField& f : kInts)
       if (key == f.name) {
-        if (v.is_boolean()) {  // flags read naturally as true/false
+        if (v.is_boolean() && f.flag) {
           h.*f.member = v.get<bool>() ? 1 : 0;
         } else {
-          if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 30))
-            reject("'" + key + "' must be an integer in [-1, 2^30]");
+          if (!v.is_number_integer()) reject("'" + key + "' must be an integer");
+          if (v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 30))
+            reject("'" + key + "' = " + v.dump() + " is out of range [-1, 2^30]");
           h.*f.member = static_cast<int>(v.get<int64_t>());
         }
         known = true;
       }
-    if (!known) reject("unknown field '" + key.substr(0, 64) + "'");
+    if (!known) reject("unknown field '" + key.substr(0, 64) + "' (known: " + known_fields() + ")");
   }
   return h;
 }

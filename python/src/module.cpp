@@ -25,6 +25,25 @@ Kernel compile_kernel(py::handle desc, py::handle hints, py::handle isa) {
   return compile(d, options);
 }
 
+// The autotuner's plan space, best model estimate first: each entry's hints compile to its kernel.
+py::list plans(py::handle desc, py::handle isa, int threads) {
+  const Problem p = resolve(descriptor_from(desc));
+  std::vector<PlanCandidate> all;
+  {
+    py::gil_scoped_release no_gil;
+    all = enumerate_plans(p, isa_from(isa), threads);
+  }
+  py::list out;
+  for (const PlanCandidate& c : all) {
+    py::dict d;
+    d["kernel"] = c.kernel;
+    d["hints"] = json_to_python(to_json(c.hints));
+    d["model_ms"] = c.model_ms;
+    out.append(std::move(d));
+  }
+  return out;
+}
+
 py::array reference_result(py::handle desc, py::handle x, py::handle w) {
   const Problem p = resolve(descriptor_from(desc));
   const py::array src = input_array(x, "x", p.dtype, p.src_shape);
@@ -78,6 +97,9 @@ PYBIND11_MODULE(deconvjit, m) {
   m.def("compile", &compile_kernel, py::arg("desc"), py::arg("hints") = py::none(), py::arg("isa") = py::none(),
         "Compiles (or finds in the caches) the kernel for `desc`. hints: a dict of TuningHints fields; isa: "
         "'avx2', 'avx512_core' or 'best' (a cap).");
+  m.def("plans", &plans, py::arg("desc"), py::arg("isa") = py::none(), py::arg("threads") = 0,
+        "Every candidate plan of `desc` as {kernel, hints, model_ms}, ranked by the cost model (as "
+        "`deconvjit plans`); compile(desc, hints=c['hints']) builds candidate c.");
   m.def("reference", &reference_result, py::arg("desc"), py::arg("x"), py::arg("w"),
         "The scalar oracle: accumulates in double, rounds to the output type. Slow.");
   m.def("peak", &peak, py::arg("min_time") = 0.25,

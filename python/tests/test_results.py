@@ -167,3 +167,19 @@ def test_descriptor_values_may_be_numpy():
     x = np.zeros((1, 4, 5, 5), np.float32)
     desc = {"src": x.shape, "weights": np.array([4, 2, 3, 3]), "strides": [np.int64(2), np.int32(2)]}
     assert deconvjit.shape(desc)["dst"] == [1, 2, 11, 11]
+
+
+def test_plans_compile_to_their_kernels_and_match_the_reference():
+    desc = {"src": [1, 8, 3, 4], "weights": [8, 12, 2, 2], "strides": [2, 2]}
+    cands = deconvjit.plans(desc)
+    assert len(cands) > 10
+    assert all(a["model_ms"] <= b["model_ms"] for a, b in zip(cands, cands[1:]))
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (1, 8, 3, 4)).astype(np.float32)
+    w = rng.uniform(-1, 1, (8, 12, 2, 2)).astype(np.float32)
+    want = deconvjit.reference(desc, x, w)
+    for c in cands[:: max(1, len(cands) // 25)]:
+        k = deconvjit.compile(desc, hints=c["hints"])
+        assert k.name == c["kernel"]
+        assert k.plan["choices"] == c["hints"]
+        np.testing.assert_allclose(k(x, w), want, rtol=1e-5, atol=1e-5)
