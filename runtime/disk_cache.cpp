@@ -52,20 +52,6 @@ std::string ownership_problem(const struct stat& st) {
   return "";
 }
 
-// mkdir -p; the directories this creates are private (0700) whatever the umask.
-bool make_dirs(const std::string& dir) {
-  for (size_t pos = 1; pos <= dir.size(); ++pos) {
-    if (pos != dir.size() && dir[pos] != '/') continue;
-    const std::string part = dir.substr(0, pos);
-    if (::mkdir(part.c_str(), 0700) == 0) {
-      ::chmod(part.c_str(), 0700);
-    } else if (errno != EEXIST) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Why the directory must not be used ("" when it may): it must exist (with `create`, it is created) and
 // only this user may write into it.
 std::string dir_problem(const std::string& dir, bool create) {

@@ -1,11 +1,13 @@
-// Small POSIX file helpers shared by the library (disk cache) and the tool (run's output files).
+// Small POSIX file helpers shared by the library (disk cache, tuning database) and the tool.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 namespace deconvjit::detail {
@@ -33,6 +35,20 @@ inline bool pread_all(int fd, void* data, size_t bytes, uint64_t offset) {
     p += n;
     offset += static_cast<uint64_t>(n);
     bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// mkdir -p; the directories this creates are private (0700) whatever the umask.
+inline bool make_dirs(const std::string& dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string part = dir.substr(0, pos);
+    if (::mkdir(part.c_str(), 0700) == 0) {
+      ::chmod(part.c_str(), 0700);
+    } else if (errno != EEXIST) {
+      return false;
+    }
   }
   return true;
 }

@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include <oneapi/tbb/task_arena.h>
+
 #include "jit/deconv_kernels.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/compiled_kernel.hpp"
 #include "runtime/hints.hpp"
+#include "runtime/tuning_db.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/jit_profile.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -84,6 +87,46 @@ std::string raw_key(const Descriptor& d, Isa isa, const TuningHints& h) {
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+namespace {
+
+// Where compile()'s hints come from: the caller's, a tuning record, or none (the heuristic). The record
+// is looked up once per compile miss; one whose hints no longer build is ignored.
+struct PlanSource {
+  std::string db;  // the database consulted ("" = none: hints were given, or it is disabled)
+  int threads = 1;
+  Options options;  // the caller's, with a record's hints in place
+  std::string why = "heuristic";
+  bool looked_up = false;
+
+  PlanSource(const Options& o) : options(o) {
+    if (o.hints.empty()) db = o.tuning_db ? *o.tuning_db : default_tuning_db();
+    if (!o.hints.empty()) why = "hints given";
+    threads = tbb::this_task_arena::max_concurrency();
+  }
+  // The kernel cache's fast key must change when the database could give other hints.
+  std::string raw_suffix() const {
+    return db.empty() ? "" : '|' + db + '#' + std::to_string(tuning_db_generation()) + '#' + std::to_string(threads);
+  }
+  const Options& resolve_hints(const Problem& p, Isa isa) {
+    if (looked_up || db.empty()) return options;
+    looked_up = true;
+    const std::optional<TuningRecord> r = tuned_record(db, p.canonical, isa, threads);
+    if (!r) return options;
+    try {
+      make_plan(p, isa, r->hints);
+      options.hints = r->hints;
+      why = "tuned record in " + db;
+    } catch (const Error& e) {
+      why = "heuristic (tuning record in " + db + " ignored: " + e.what() + ")";
+    }
+    return options;
+  }
+};
+
+}  // namespace
+}  // namespace detail
+
 Kernel compile(const Descriptor& d, const Options& options) {
   const auto t0 = detail::Clock::now();
   const Isa isa = resolve_isa(options.max_isa);
@@ -97,21 +140,23 @@ Kernel compile(const Descriptor& d, const Options& options) {
     }
     return *p;
   };
+  detail::PlanSource source(options);
   // On a miss: load the kernel from the on-disk cache, or compile it and store it there.
   auto build = [&]() -> detail::KernelPtr {
+    const Options& o = source.resolve_hints(problem(), isa);
     // col is a composite around an inner kernel that is itself compiled (and cached) like any other.
-    const detail::Plan plan = detail::make_plan(problem(), isa, options.hints);
-    if (plan.algorithm == detail::Algorithm::col) return detail::build_col(problem(), plan, isa, options);
-    return detail::build_or_load(problem(), isa, options);
+    const detail::Plan plan = detail::make_plan(problem(), isa, o.hints);
+    if (plan.algorithm == detail::Algorithm::col) return detail::build_col(problem(), plan, isa, o);
+    return detail::build_or_load(problem(), isa, o);
   };
   detail::CacheLookup found;
   if (options.use_cache) {
     detail::KernelCache& cache = detail::KernelCache::instance();
-    const std::string raw = detail::raw_key(d, isa, options.hints);
+    const std::string raw = detail::raw_key(d, isa, options.hints) + source.raw_suffix();
     std::optional<std::string> key = cache.alias(raw);
     if (!key) {
       key = problem().canonical + '|' + to_string(isa) + '|' + version() + '|' +
-            detail::hints_key_text(options.hints);
+            detail::hints_key_text(source.resolve_hints(problem(), isa).hints);
       cache.add_alias(raw, *key);
     }
     found = cache.get_or_build(*key, build);
@@ -119,8 +164,9 @@ Kernel compile(const Descriptor& d, const Options& options) {
     found.kernel = build();
   }
   if (detail::verbose())
-    std::fprintf(stderr, "deconvjit: compile %s cache=%s %.3f ms\n", found.kernel->plan.name.c_str(),
-                 found.hit ? "hit" : "miss", detail::ms_since(t0));
+    std::fprintf(stderr, "deconvjit: compile %s cache=%s %.3f ms plan=%s\n", found.kernel->plan.name.c_str(),
+                 found.hit ? "hit" : "miss", detail::ms_since(t0),
+                 found.hit && !source.looked_up ? "cached" : source.why.c_str());
   return Kernel(found.kernel);
 }
 

@@ -10,6 +10,7 @@
 
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/reference.hpp"
 
 namespace deconvjit {
 namespace {
@@ -117,14 +118,17 @@ std::array<std::vector<std::vector<Tap>>, kAxes> axis_taps(const Problem& p, con
   return taps;
 }
 
-// Writes sum and sum of |terms| for every output element; `abs_sum` may be null.
-void gather(const Problem& p, const float* src, const float* weights, double* dst, double* abs_sum) {
+// Writes sum and sum of |terms| for every output element of the listed rows (row = (n, oz, oy) in
+// row-major order; all rows when `only` is null); `abs_sum` may be null.
+void gather(const Problem& p, const float* src, const float* weights, double* dst, double* abs_sum,
+            const std::vector<int64_t>* only = nullptr) {
   const Geometry g = make_geometry(p);
   const auto taps = axis_taps(p, g);
   // Rows of outputs in parallel: each output is still one sum in a fixed order, so the result does not
   // depend on the threads; it only makes the oracle usable on large layers (the tuner checks them).
-  const int64_t rows = p.batch * g.out[0] * g.out[1];
-  tbb::parallel_for(int64_t{0}, rows, [&](int64_t row) {
+  const int64_t rows = only ? static_cast<int64_t>(only->size()) : p.batch * g.out[0] * g.out[1];
+  tbb::parallel_for(int64_t{0}, rows, [&](int64_t i) {
+    const int64_t row = only ? (*only)[static_cast<size_t>(i)] : i;
     const int64_t oy = row % g.out[1], oz = row / g.out[1] % g.out[0], n = row / (g.out[1] * g.out[0]);
     for (int64_t ox = 0; ox < g.out[2]; ++ox) {
       const auto& tz = taps[0][oz];
@@ -176,6 +180,26 @@ void reference(const Problem& p, ConstBuffer src, ConstBuffer weights, Buffer ds
   float* out = static_cast<float*>(dst.data);
   for (size_t e = 0; e < acc.size(); ++e) out[e] = static_cast<float>(acc[e]);
 }
+
+namespace detail {
+
+std::vector<int64_t> reference_rows(const Problem& p, const float* src, const float* weights,
+                                    const std::vector<int64_t>& rows, double* dst, double* abs_sum) {
+  const Geometry g = make_geometry(p);
+  const int64_t all = p.batch * g.out[0] * g.out[1];
+  std::vector<int64_t> indices;
+  for (int64_t row : rows) {
+    if (row < 0 || row >= all) throw Error(Error::Kind::InvalidArgument, "reference_rows: no row " + std::to_string(row));
+    const int64_t oy = row % g.out[1], oz = row / g.out[1] % g.out[0], n = row / (g.out[1] * g.out[0]);
+    for (int64_t ox = 0; ox < g.out[2]; ++ox)
+      for (int64_t co = 0; co < g.cout; ++co)
+        indices.push_back(n * g.dst_batch + oz * g.dst_sp[0] + oy * g.dst_sp[1] + ox * g.dst_sp[2] + co * g.dst_chan);
+  }
+  gather(p, src, weights, dst, abs_sum, &rows);
+  return indices;
+}
+
+}  // namespace detail
 
 void reference_with_bound(const Problem& p, ConstBuffer src, ConstBuffer weights, double* dst,
                           double* abs_sum) {

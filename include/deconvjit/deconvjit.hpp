@@ -119,7 +119,11 @@ TuningHints hints_from_json(const std::string& json_text);
 struct Options {
   Isa max_isa = Isa::best;   // a cap; DECONVJIT_MAX_ISA caps it further
   bool use_cache = true;     // the in-memory kernel cache
-  TuningHints hints;
+  TuningHints hints;         // when any is set, the tuning database is not consulted
+  // The tuning database compile() consults when no hint is given: unset = default_tuning_db(); empty =
+  // none. A record made for this problem, ISA, thread count, CPU model and library version supplies the
+  // hints; one whose hints no longer build is ignored (DECONVJIT_VERBOSE=1 says which plan was used, why).
+  std::optional<std::string> tuning_db;
   // The on-disk kernel cache (docs/CACHE.md): compiled code kept across processes.
   bool use_disk_cache = true;
   std::optional<std::string> cache_dir;  // unset = default_cache_dir(); empty = disabled
@@ -247,6 +251,35 @@ std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa = Isa::best
 // The plan of `hints` as JSON (what Kernel::plan_text() prints), without compiling it. Throws like
 // compile() for hints the problem cannot honour.
 std::string plan_json(const Problem& p, Isa isa, const TuningHints& hints);
+
+// The tuning database (docs/TUNING.md): a JSON Lines file, one record per problem and machine, written by
+// `deconvjit tune` and read by compile(). Its path: DECONVJIT_TUNING_DB if set (set but empty = none),
+// else $XDG_CONFIG_HOME/deconvjit/tuning.jsonl, else ~/.config/deconvjit/tuning.jsonl.
+struct TuningRecord {
+  // The key: the problem's canonical descriptor, ISA, threads (the arena's concurrency), CPU model name
+  // and library version. Everything else describes the result.
+  std::string descriptor;
+  Isa isa = Isa::avx2;
+  int threads = 1;
+  std::string cpu, version;
+  std::string name;  // the descriptor's name, for people reading the file
+  TuningHints hints;
+  std::string kernel, default_kernel;
+  double tuned_ms = 0, default_ms = 0;
+  int candidates = 0;  // plans timed
+};
+std::string default_tuning_db();
+std::string cpu_model_name();  // /proc/cpuinfo's "model name" (the key's CPU)
+// A record for this process: cpu and version of this machine and build.
+TuningRecord make_tuning_record(const Problem& p, Isa isa, int threads);
+// Every well-formed record, in file order; a missing file has none. Lines that do not parse are skipped
+// and, when `errors` is given, described there (line number and reason).
+std::vector<TuningRecord> tuning_db_read(const std::string& path, std::vector<std::string>* errors = nullptr);
+// Adds `r`, replacing a record with the same key. The file is locked while it is read, merged and
+// replaced by rename, so concurrent tuners lose nothing and readers never see half a file.
+void tuning_db_store(const std::string& path, const TuningRecord& r);
+// Removes the file; returns how many records it held.
+size_t tuning_db_clear(const std::string& path);
 
 // The ISA `compile` would use with these options on this CPU; throws Error(IsaUnavailable) if the requested
 // cap names an ISA the CPU lacks.

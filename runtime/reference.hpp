@@ -1,0 +1,18 @@
+// The oracle on part of the output, for checks of layers whose whole reference would take minutes (the
+// tuner verifies every candidate it times).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deconvjit/deconvjit.hpp"
+
+namespace deconvjit::detail {
+
+// Rows are (n, oz, oy) in row-major order of batch x out_z x out_y (1-D and 2-D problems have unit outer
+// axes). Writes dst and abs_sum (full-size arrays, dst_elements() each) at every element of those rows
+// and returns those elements' indices. f32 problems only, like reference_with_bound.
+std::vector<int64_t> reference_rows(const Problem& p, const float* src, const float* weights,
+                                    const std::vector<int64_t>& rows, double* dst, double* abs_sum);
+
+}  // namespace deconvjit::detail

@@ -1,0 +1,206 @@
+#include "tune/tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <oneapi/tbb/task_arena.h>
+
+#include "bench/timing.hpp"
+#include "runtime/reference.hpp"
+#include "runtime/tolerance.hpp"
+
+namespace deconvjit::tune {
+namespace {
+
+constexpr size_t kDistinctKernels = 10;  // stage 1: the model's best distinct kernels
+constexpr size_t kPerStructure = 4;      // stage 1: plus the best of up to 4 families/routes not yet in
+constexpr size_t kVariants = 5;          // stage 2: threading/blocking variants of each of the best two
+constexpr int64_t kSampleRows = 24;      // output rows the oracle computes to verify a candidate
+
+// The oracle on a sample of output rows: the first and last two (borders in y and z, every x border)
+// and rows spread between them. Whole layers can take minutes in the scalar reference.
+struct Oracle {
+  std::vector<double> want, mag;
+  std::vector<int64_t> at;  // the checked elements
+  Oracle(const Problem& p, const float* src, const float* w) : want(p.dst_elements()), mag(p.dst_elements()) {
+    int64_t rows = p.batch;
+    for (size_t i = 0; i + 1 < p.out.size(); ++i) rows *= p.out[i];
+    std::set<int64_t> pick;
+    for (int64_t r : {int64_t{0}, int64_t{1}, rows - 2, rows - 1})
+      if (r >= 0 && r < rows) pick.insert(r);
+    for (int64_t i = 0; i < kSampleRows; ++i) pick.insert(i * rows / kSampleRows);
+    at = detail::reference_rows(p, src, w, {pick.begin(), pick.end()}, want.data(), mag.data());
+  }
+  bool accepts(const Problem& p, const float* got) const {
+    const int64_t n = verify::dot_length(p);
+    for (int64_t e : at) {
+      const double err = std::fabs(static_cast<double>(got[e]) - want[e]);
+      if (!(err <= verify::tolerance(n, mag[e]))) return false;  // NaN fails too
+    }
+    return true;
+  }
+};
+
+struct Timed {
+  PlanCandidate plan;
+  Kernel kernel;
+  PackedWeights packed;
+  double ms = std::numeric_limits<double>::infinity();
+};
+
+struct Search {
+  const Descriptor& d;
+  const Problem p;
+  Options options;
+  const ProgressFn& progress;
+  bench::AlignedFloats src, weights, dst;
+  std::optional<Oracle> oracle;
+  TuneResult result;
+
+  Search(const Descriptor& desc, const Options& o, const ProgressFn& pr)
+      : d(desc), p(resolve(desc)), options(o), progress(pr), src(bench::aligned_floats(p.src_elements())),
+        weights(bench::aligned_floats(p.weights_elements())), dst(bench::aligned_floats(p.dst_elements())) {
+    bench::fill_random(src.get(), p.src_elements(), 1);
+    bench::fill_random(weights.get(), p.weights_elements(), 2);
+    oracle.emplace(p, src.get(), weights.get());
+  }
+
+  Buffer out() const { return {dst.get(), static_cast<size_t>(p.dst_elements())}; }
+  ConstBuffer in() const { return {src.get(), static_cast<size_t>(p.src_elements())}; }
+
+  // Compiles and verifies; false (and counted) when the kernel disagrees with the oracle.
+  bool prepare(Timed& t) {
+    Options o = options;
+    o.hints = t.plan.hints;
+    t.kernel = compile(d, o);
+    t.packed = t.kernel.pack_weights(ConstBuffer(weights.get(), static_cast<size_t>(p.weights_elements())));
+    std::fill(dst.get(), dst.get() + p.dst_elements(), std::numeric_limits<float>::quiet_NaN());
+    t.kernel.execute(in(), t.packed, out());
+    if (oracle->accepts(p, dst.get())) return true;
+    ++result.rejected;
+    std::cerr << "warning: " << result.name << ": plan " << to_json(t.plan.hints) << " (" << t.kernel.name()
+              << ") disagrees with the reference; left out\n";
+    return false;
+  }
+
+  // One interleaved run of every candidate; each gets `min_time` seconds.
+  void time(std::vector<Timed*>& set, double min_time) {
+    std::vector<std::function<void()>> runs;
+    for (Timed* t : set) runs.push_back([this, t] { t->kernel.execute(in(), t->packed, out()); });
+    const std::vector<double> ms = bench::interleaved_medians(runs, min_time, 3);
+    for (size_t i = 0; i < set.size(); ++i) set[i]->ms = ms[i];
+    result.candidates += static_cast<int>(set.size());
+  }
+};
+
+// How many candidates a stage can time in `seconds` when one run takes `once` seconds, and for how long.
+size_t affordable(size_t wanted, double seconds, double once, double* min_time) {
+  const double per = std::max(once * 4, 0.01);  // warm-up and three runs at the least
+  const size_t n = std::clamp<size_t>(static_cast<size_t>(seconds / (per * 1.5)), 2, wanted);
+  *min_time = std::clamp(seconds / (static_cast<double>(n) * 1.6), per, 0.3);
+  return n;
+}
+
+}  // namespace
+
+TuneResult tune_problem(const std::string& name, const Descriptor& d, const Options& options, double budget_s,
+                        const ProgressFn& progress) {
+  const double t0 = bench::now_s();
+  Options o = options;
+  o.use_cache = false;
+  o.use_disk_cache = false;
+  o.tuning_db = "";
+  o.hints = {};
+  progress("reference");
+  Search s(d, o, progress);
+  s.result.name = name;
+  const int threads = tbb::this_task_arena::max_concurrency();
+  progress("plan space");
+  const std::vector<PlanCandidate> space = enumerate_plans(s.p, o.max_isa, threads);
+  s.result.space = static_cast<int>(space.size());
+
+  // The heuristic's plan, timed in every stage: the gain is measured against it in the same run.
+  std::vector<Timed> pool;
+  pool.reserve(kDistinctKernels + kPerStructure + 2 * kVariants + 1);
+  Timed dflt;
+  dflt.kernel = compile(d, o);
+  dflt.plan = {dflt.kernel.name(), dflt.kernel.choices(), 0};
+  if (!s.prepare(dflt)) throw Error(Error::Kind::Internal, name + ": the default plan disagrees with the reference");
+  const double t_once = bench::now_s();
+  dflt.kernel.execute(s.in(), dflt.packed, s.out());
+  const double once = bench::now_s() - t_once;
+  pool.push_back(std::move(dflt));
+
+  // Stage 1: the model's best distinct kernels, and the best of each family and route it ranks lower.
+  double min_time = 0;
+  const double left1 = std::max(0.0, budget_s * 0.6 - (bench::now_s() - t0));
+  const size_t n1 = affordable(kDistinctKernels + kPerStructure + 1, left1, once, &min_time);
+  std::set<std::string> kernels{pool[0].plan.kernel}, routes;
+  auto route = [](const TuningHints& h) { return h.algorithm + '/' + h.layout; };
+  routes.insert(route(pool[0].plan.hints));
+  for (size_t pass = 0; pass < 2 && pool.size() < n1; ++pass)
+    for (const PlanCandidate& c : space) {
+      if (pool.size() >= n1) break;
+      const bool fresh_route = !routes.count(route(c.hints));
+      if (kernels.count(c.kernel) || (pass == 0 && !fresh_route && pool.size() >= kDistinctKernels + 1 - kPerStructure))
+        continue;
+      kernels.insert(c.kernel);
+      routes.insert(route(c.hints));
+      Timed t;
+      t.plan = c;
+      progress("stage 1: verify " + std::to_string(pool.size()) + "/" + std::to_string(n1));
+      if (s.prepare(t)) pool.push_back(std::move(t));
+    }
+  std::vector<Timed*> stage;
+  for (Timed& t : pool) stage.push_back(&t);
+  progress("stage 1: time " + std::to_string(stage.size()) + " kernels");
+  s.time(stage, min_time);
+
+  // Stage 2: threading and blocking variants of the best two kernels, against them and the default.
+  std::sort(stage.begin(), stage.end(), [](const Timed* a, const Timed* b) { return a->ms < b->ms; });
+  std::vector<Timed*> finals{&pool[0]};
+  for (size_t i = 0; i < std::min<size_t>(2, stage.size()); ++i)
+    if (stage[i] != &pool[0]) finals.push_back(stage[i]);
+  const double left2 = budget_s - (bench::now_s() - t0);
+  const size_t n2 = affordable(finals.size() + 2 * kVariants, left2, std::max(once, stage[0]->ms * 1e-3), &min_time);
+  std::set<std::string> timed;
+  for (const Timed& t : pool) timed.insert(to_json(t.plan.hints));
+  const size_t base = pool.size();
+  for (size_t f = 1; f < finals.size() && f <= 2; ++f) {
+    const std::string k = finals[f]->plan.kernel;
+    size_t added = 0;
+    for (const PlanCandidate& c : space) {
+      if (finals.size() + (pool.size() - base) >= n2 || added >= kVariants) break;
+      if (c.kernel != k || timed.count(to_json(c.hints))) continue;
+      Timed t;
+      t.plan = c;
+      progress("stage 2: verify " + std::to_string(pool.size() - base + 1));
+      if (s.prepare(t)) {
+        pool.push_back(std::move(t));
+        ++added;
+      }
+    }
+  }
+  for (size_t i = base; i < pool.size(); ++i) finals.push_back(&pool[i]);
+  if (finals.size() > 1 && left2 > 0) {
+    progress("stage 2: time " + std::to_string(finals.size()) + " plans");
+    s.time(finals, min_time);
+  }
+  const Timed* best = *std::min_element(finals.begin(), finals.end(),
+                                        [](const Timed* a, const Timed* b) { return a->ms < b->ms; });
+  TuneResult r = s.result;
+  r.hints = best->plan.hints;
+  r.kernel = best->kernel.name();
+  r.default_kernel = pool[0].kernel.name();
+  r.default_ms = pool[0].ms;
+  r.tuned_ms = best->ms;
+  r.seconds = bench::now_s() - t0;
+  return r;
+}
+
+}  // namespace deconvjit::tune
