@@ -30,7 +30,9 @@ int check(const CheckArgs& a) {
   Options options;
   options.max_isa = resolve_isa(isa_from_string(a.isa));  // throws IsaUnavailable before any work
   options.hints = load_hints(a.hints);
-  const Kernel kernel = compile(d, options);
+  Kernel kernel;
+  // In the arena it runs in: compile() looks up tuning records by its concurrency.
+  run_with_threads(a.threads, [&] { kernel = compile(d, options); });
   const verify::Operands ops = verify::random_operands(p, a.seed);
   const PackedWeights packed = kernel.pack_weights(ops.weights);
   // NaN marks elements the kernel never wrote; they then fail the comparison.

@@ -17,14 +17,17 @@ int run(const RunArgs& a) {
   Options options;
   options.max_isa = isa_from_string(a.isa);
   options.hints = load_hints(a.hints);
-  // Every input is checked before the output is touched.
+  // Every input (hints first: no file is read for a plan that cannot be built) is checked before the
+  // output is touched.
+  Kernel kernel;
+  if (!a.reference) kernel = compile(d, options);
   const auto src = read_f32_file(a.src, p.src_elements(), "src");
   const auto weights = read_f32_file(a.weights, p.weights_elements(), "weights");
   std::vector<float> dst(static_cast<size_t>(p.dst_elements()));
   if (a.reference) {
     reference(p, src, weights, dst);
   } else {
-    compile(d, options).execute(src, weights, dst);
+    kernel.execute(src, weights, dst);
   }
   write_file_atomically(a.dst, dst.data(), dst.size() * sizeof(float));
   return kOk;
