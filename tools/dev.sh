@@ -14,7 +14,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 required=(cmake g++ ninja-build libxbyak-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev
   libpugixml-dev libonnx-dev libprotobuf-dev)
-optional=(libdnnl-dev)  # only `main` wants it (the oneDNN comparison), and can do without
+# Only `main` wants these (the oneDNN comparison), and it can do without. Debian's oneDNN CMake package
+# requires the OpenCL headers, which are only a Recommends of libdnnl-dev; the configure goes without
+# oneDNN (with a note) when its package cannot load, so either install may fail.
+optional=(libdnnl-dev ocl-icd-opencl-dev)
 
 missing() {
   local p
