@@ -11,6 +11,7 @@
 #include "runtime/compiled_kernel.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/memory.hpp"
 
 namespace deconvjit {
 namespace detail {
@@ -137,6 +138,7 @@ PackedWeights Kernel::pack_weights(const float* weights) const {
   if (!impl_) throw Error(Error::Kind::InvalidArgument, "pack_weights on an empty Kernel");
   if (!weights) throw Error(Error::Kind::InvalidArgument, "pack_weights: weights is null");
   const size_t floats = static_cast<size_t>(detail::weights_owner(*impl_).plan.packed_weights_floats());
+  detail::require_memory(detail::float_bytes(floats), "packing the weights");
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, std::max<size_t>(floats, 1) * sizeof(float)) != 0)
     throw Error(Error::Kind::Internal, "out of memory packing weights");

@@ -321,7 +321,8 @@ std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
       c.desc = bench::with_data_format(c.desc, a.layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
     }
     try {
-      resolve(c.desc);  // every problem is judged before any is timed
+      // Every problem is judged (and its memory counted, with verify's reference) before any is timed.
+      require_tensor_memory(resolve(c.desc), "bench", 2 * sizeof(double));
     } catch (const Error& e) {
       const std::string where = c.name == c.origin ? c.origin : c.origin + " (" + c.name + ")";
       throw Error(e.kind(), where + ": " + e.what());
