@@ -457,7 +457,8 @@ TEST_F(DiskCache, MetadataIsForToolsOnly) {
       {[](std::string& m) { m.replace(m.find("[2,6,5,7]"), 9, "[2,6,5,8]"); }, "disagrees with the header: key"},
       {[](std::string& m) { m.replace(m.find("\"kernel\":\""), 10, "\"kernel\":\"x"); }, "disagrees"},
   };
-  for (const auto& [edit, reason] : edits) {
+  for (const auto& [edit_meta, reason] : edits) {
+    const auto& edit = edit_meta;  // C++17 lambdas cannot capture a structured binding (clang rejects it)
     write_bytes(path, edit_parts(good, [&](detail::EntryParts& p) { edit(p.meta); }));
     EXPECT_EQ(compile_here().compile_ms(), 0.0) << reason;
     const auto listed = disk_cache_entries(dir_);
