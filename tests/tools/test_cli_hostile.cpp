@@ -89,5 +89,31 @@ TEST_F(CliHostile, TensorsTooLargeForMemorySayHowManyBytes) {
   EXPECT_FALSE(std::filesystem::exists(path("c")));
 }
 
+// An IR output_shape constant of type u64 holding 2^64-1 is that number, not -1.
+TEST_F(CliHostile, IrU64OutputShapeOutOfRange) {
+  auto port = [](int id, const std::string& dims) {
+    return "<port id=\"" + std::to_string(id) + "\" precision=\"FP32\">" + dims + "</port>";
+  };
+  const std::string x4 = "<dim>1</dim><dim>4</dim><dim>5</dim><dim>5</dim>";
+  const std::string w4 = "<dim>4</dim><dim>3</dim><dim>3</dim><dim>3</dim>";
+  std::string xml = "<?xml version=\"1.0\"?><net name=\"n\" version=\"11\"><layers>";
+  xml += "<layer id=\"0\" name=\"x\" type=\"Parameter\"><output>" + port(0, x4) + "</output></layer>";
+  xml += "<layer id=\"1\" name=\"w\" type=\"Parameter\"><output>" + port(0, w4) + "</output></layer>";
+  xml += "<layer id=\"2\" name=\"s\" type=\"Const\"><data element_type=\"u64\" shape=\"2\" offset=\"0\" "
+         "size=\"16\"/><output>" + port(0, "<dim>2</dim>") + "</output></layer>";
+  xml += "<layer id=\"3\" name=\"up\" type=\"ConvolutionBackpropData\"><data strides=\"2,2\"/><input>" +
+         port(0, x4) + port(1, w4) + port(2, "<dim>2</dim>") + "</input><output>" + port(3, x4) +
+         "</output></layer></layers><edges>";
+  for (int from : {0, 1, 2})
+    xml += "<edge from-layer=\"" + std::to_string(from) + "\" from-port=\"0\" to-layer=\"3\" to-port=\"" +
+           std::to_string(from) + "\"/>";
+  write("m.xml", xml + "</edges></net>");
+  write("m.bin", std::string(8, '\xff') + std::string("\x05\0\0\0\0\0\0\0", 8));
+  const CliResult r = run("warm " + shell_quote(path("m.xml").string()) + " --dry-run --cache " +
+                          shell_quote(path("c").string()));
+  EXPECT_NE(r.out.find("18446744073709551615 (u64) is out of the 64-bit signed range"), std::string::npos)
+      << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace deconvjit::testing
