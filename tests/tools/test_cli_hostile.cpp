@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -113,6 +114,21 @@ TEST_F(CliHostile, IrU64OutputShapeOutOfRange) {
                           shell_quote(path("c").string()));
   EXPECT_NE(r.out.find("18446744073709551615 (u64) is out of the 64-bit signed range"), std::string::npos)
       << r.out << r.err;
+}
+
+// fuzz/fuzz_onnx found this: a ConvTranspose whose W has more spatial dimensions than X made libonnx's
+// shape inference read through a null pointer and kill `warm`.
+TEST_F(CliHostile, OnnxShapeInferenceCrashIsAvoided) {
+#if DECONVJIT_HAVE_ONNX
+  const std::filesystem::path model = path("model.onnx");
+  std::filesystem::copy_file(
+      std::filesystem::path(DECONVJIT_SOURCE_DIR) / "fuzz/corpus/fuzz_onnx/regression-convtranspose-w-rank.onnx", model);
+  const CliResult r = run("warm " + shell_quote(model.string()) + " --dry-run --cache " + shell_quote(path("c").string()));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;  // the layer fails, the run does not crash
+  EXPECT_NE(r.out.find("failed: "), std::string::npos) << r.out;
+#else
+  GTEST_SKIP() << "built without ONNX support";
+#endif
 }
 
 }  // namespace
