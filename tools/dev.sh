@@ -81,7 +81,7 @@ if [ "$mode" = test ]; then
   if [ "${DECONVJIT_SKIP_SANITIZERS:-0}" != 1 ]; then
     sanitize
     # Every fuzz target for a bounded number of executions (tools/fuzz.sh TARGET SECONDS runs one longer).
-    bash tools/fuzz.sh --ci "${DECONVJIT_FUZZ_RUNS:-2000}"
+    bash tools/fuzz.sh --ci "${DECONVJIT_FUZZ_RUNS:-4000}"
   fi
   exit
 fi
