@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/memory.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/schedule.hpp"
 
@@ -64,7 +65,9 @@ std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& pl
 void pack_col_weights(const CompiledKernel& k, const float* weights, float* out) {
   const Problem& p = k.problem;
   const int64_t taps = product(p.kernel), ci_n = p.c_in, co_n = p.c_out;
-  std::vector<float> inner(static_cast<size_t>(ci_n * taps * co_n));
+  const uint64_t inner_floats = size_product({ci_n, taps, co_n});
+  require_memory(float_bytes(inner_floats), "packing the weights");
+  std::vector<float> inner(static_cast<size_t>(inner_floats));
   for (int64_t ci = 0; ci < ci_n; ++ci)
     for (int64_t co = 0; co < co_n; ++co)
       for (int64_t t = 0; t < taps; ++t) {

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <nlohmann/json.hpp>
 
+#include "runtime/json_limits.hpp"
 #include "runtime/problem.hpp"
 
 #ifndef DECONVJIT_VERSION
@@ -52,6 +52,10 @@ namespace {
 // the first offending field as written.
 using json = nlohmann::ordered_json;
 using detail::invalid;
+using detail::json_excerpt;
+using detail::JsonLimits;
+using detail::parse_json;
+using detail::text_excerpt;
 
 const std::vector<std::string>& known_fields() {
   static const std::vector<std::string> f = {
@@ -83,6 +87,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 // " (did you mean 'x'?)" for the closest candidate within a third of the word, or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  if (word.size() > 64) return "";  // no field name is that long, and edit_distance is quadratic
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const std::string& c : candidates) {
@@ -92,10 +97,7 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
-std::string shown(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
+std::string shown(const json& v) { return json_excerpt(v, 60); }
 
 int64_t integer(const json& v, const std::string& where) {
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
@@ -122,7 +124,7 @@ AutoPad parse_auto_pad(const json& v) {
   if (s == "valid") return AutoPad::Valid;
   if (s == "same_upper") return AutoPad::SameUpper;
   if (s == "same_lower") return AutoPad::SameLower;
-  invalid("auto_pad: unknown value '" + v.get<std::string>() +
+  invalid("auto_pad: unknown value '" + text_excerpt(v.get<std::string>()) +
           "', expected explicit (or notset, none), valid, same_upper or same_lower" +
           did_you_mean(s, {"explicit", "notset", "none", "valid", "same_upper", "same_lower"}));
 }
@@ -131,7 +133,7 @@ DataFormat parse_data_format(const json& v) {
   const std::string s = lower(text(v, "data_format"));
   if (s == "ncx") return DataFormat::NCX;
   if (s == "nxc") return DataFormat::NXC;
-  invalid("data_format: unknown value '" + v.get<std::string>() + "', expected NCX or NXC");
+  invalid("data_format: unknown value '" + text_excerpt(v.get<std::string>()) + "', expected NCX or NXC");
 }
 
 WeightsFormat parse_weights_format(const json& v) {
@@ -139,7 +141,7 @@ WeightsFormat parse_weights_format(const json& v) {
   if (s == "oix") return WeightsFormat::OIX;
   if (s == "xio") return WeightsFormat::XIO;
   if (s == "goix") return WeightsFormat::GOIX;
-  invalid("weights_format: unknown value '" + v.get<std::string>() + "', expected OIX, XIO or GOIX");
+  invalid("weights_format: unknown value '" + text_excerpt(v.get<std::string>()) + "', expected OIX, XIO or GOIX");
 }
 
 DType parse_dtype_name(const json& v, const std::string& where) {
@@ -147,7 +149,7 @@ DType parse_dtype_name(const json& v, const std::string& where) {
   if (s == "f32") return DType::f32;
   if (s == "bf16") return DType::bf16;
   if (s == "f16") return DType::f16;
-  invalid(where + ": unknown value '" + v.get<std::string>() + "', expected f32, bf16 or f16");
+  invalid(where + ": unknown value '" + text_excerpt(v.get<std::string>()) + "', expected f32, bf16 or f16");
 }
 
 void parse_dtype(const json& v, Descriptor& d) {
@@ -161,23 +163,18 @@ void parse_dtype(const json& v, Descriptor& d) {
   d.weights_dtype = parse_dtype_name(v[1], "dtype[1]");
 }
 
-// Parses, rejecting malformed text and repeated keys (which nlohmann would silently collapse).
+// Parses with the shared limits (runtime/json_limits.hpp), rejecting repeated keys (which nlohmann would
+// silently collapse) and stopping at the first unknown field, before the rest of the text is read.
 json parse_text(const std::string& text_in) {
-  std::vector<std::set<std::string>> seen;
-  const json::parser_callback_t cb = [&](int, json::parse_event_t e, json& parsed) {
-    if (e == json::parse_event_t::object_start) seen.emplace_back();
-    if (e == json::parse_event_t::object_end && !seen.empty()) seen.pop_back();
-    if (e == json::parse_event_t::key && !seen.empty() && !seen.back().insert(parsed.get<std::string>()).second)
-      invalid("duplicate field '" + parsed.get<std::string>() + "'");
-    return true;
+  JsonLimits limits;
+  limits.on_key = [](const std::string& key, int depth) {
+    if (depth == 1 && std::find(known_fields().begin(), known_fields().end(), key) == known_fields().end())
+      invalid("unknown field '" + text_excerpt(key) + "'" + did_you_mean(key, known_fields()));
   };
-  try {
-    return json::parse(text_in, cb);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    const size_t cut = what.find("] ");
-    invalid("malformed JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
-  }
+  json j;
+  std::string error;
+  if (!parse_json(text_in, j, error, limits)) invalid("malformed JSON: " + error);
+  return j;
 }
 
 void parse_field(const std::string& key, const json& v, Descriptor& d) {
@@ -195,7 +192,7 @@ void parse_field(const std::string& key, const json& v, Descriptor& d) {
   else if (key == "weights_format") d.weights_format = parse_weights_format(v);
   else if (key == "dtype") parse_dtype(v, d);
   else if (key == "name") d.name = text(v, key);
-  else invalid("unknown field '" + key + "'" + did_you_mean(key, known_fields()));
+  else invalid("unknown field '" + text_excerpt(key) + "'" + did_you_mean(key, known_fields()));
 }
 
 // Lists the user may omit, filled to the spatial rank when the rank is known (otherwise left for

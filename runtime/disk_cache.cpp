@@ -112,10 +112,12 @@ struct OpenedFile {
   uint64_t size = 0;
 };
 
-// Opens an entry without following links, and only if this user alone could have written it.
+// Opens an entry without following links, and only if this user alone could have written it. O_NONBLOCK:
+// a FIFO in the cache directory would otherwise block the open until a writer came, forever; with it the
+// open returns at once and fstat rejects the FIFO like any other non-regular file. Regular files ignore it.
 OpenedFile open_entry_file(const std::string& path) {
   OpenedFile r;
-  r.fd = FileDescriptor(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  r.fd = FileDescriptor(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
   if (r.fd.get() < 0) {
     if (errno == ENOENT) return r;
     r.state = errno == ELOOP ? FileState::Ignored : FileState::Invalid;

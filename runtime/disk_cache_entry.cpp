@@ -7,6 +7,7 @@
 
 #include "runtime/disk_cache.hpp"
 #include "runtime/hints.hpp"
+#include "runtime/json_limits.hpp"
 
 // Released builds are told apart by version(). During development the code generator changes while the
 // version stays, so the build may generate a fingerprint of its sources (cmake/deconvjit_build_id.cmake)
@@ -108,7 +109,9 @@ std::vector<size_t> check_offsets(const EntryView& v, int kind, const Plan& plan
 uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
 Json parse_meta(std::string_view text) {
-  Json meta = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  Json meta;
+  std::string error;
+  if (!parse_json(text, meta, error)) reject("metadata is not a JSON object: " + error);
   if (!meta.is_object()) reject("metadata is not a JSON object");
   return meta;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/memory.hpp"
 #include "runtime/transpose.hpp"
 
 namespace deconvjit::detail {
@@ -87,7 +88,7 @@ class ScratchPool {
         return Lease{this, std::move(entry.first), entry.second};
       }
     }
-    return Lease{this, std::unique_ptr<float[]>(new float[floats]), floats};
+    return Lease{this, allocate_floats(floats, "execute's scratch buffer"), floats};
   }
 
  private:
@@ -339,7 +340,7 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
     transpose(src, src_nxc->get(), p.batch, p.c_in, pixels, pl.parallel, HaloMap{pixels, 0, 0});
     src = src_nxc->get();
   }
-  ScratchPool::Lease col = pool.take(static_cast<size_t>(p.batch * pixels * taps * co_n));
+  ScratchPool::Lease col = pool.take(static_cast<size_t>(size_product({p.batch, pixels, taps, co_n})));
   execute_kernel(*k.inner.impl(), src, packed, col.get());
   for_rows(p.batch * a[0].out * a[1].out, pl.parallel, [&](int64_t r) {
     const int64_t n = r / (a[0].out * a[1].out), oz = r / a[1].out % a[0].out, oy = r % a[1].out;

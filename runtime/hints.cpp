@@ -1,4 +1,5 @@
 #include "runtime/hints.hpp"
+#include "runtime/json_limits.hpp"
 
 #include <string>
 
@@ -64,11 +65,8 @@ std::string to_json(const TuningHints& h) {
 
 TuningHints hints_from_json(const std::string& text) {
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    reject(std::string("not valid JSON (") + e.what() + ")");
-  }
+  std::string error;
+  if (!detail::parse_json(text, j, error)) reject("not valid JSON (" + error + ")");
   if (!j.is_object()) reject("expected a dict or a JSON object such as {\"ur_w\": 4}");
   TuningHints h;
   for (const auto& [key, v] : j.items()) {

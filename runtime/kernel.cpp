@@ -17,6 +17,7 @@
 #include "runtime/disk_cache.hpp"
 #include "runtime/jit_profile.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/memory.hpp"
 
 namespace deconvjit {
 namespace detail {
@@ -184,6 +185,7 @@ PackedWeights Kernel::pack_weights(ConstBuffer weights) const {
   const Problem& p = impl_->problem;
   detail::check_buffer(weights, p.dtype, p.weights_elements(), "pack_weights: weights");
   const size_t floats = static_cast<size_t>(detail::weights_owner(*impl_).plan.packed_weights_floats());
+  detail::require_memory(detail::float_bytes(floats), "packing the weights");
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, std::max<size_t>(floats, 1) * sizeof(float)) != 0)
     throw Error(Error::Kind::Internal, "out of memory packing weights");

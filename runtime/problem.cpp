@@ -12,9 +12,12 @@ namespace detail {
 void invalid(const std::string& message) { throw Error(Error::Kind::InvalidDescriptor, message); }
 
 std::string list_text(const std::vector<int64_t>& v) {
+  // A list is quoted in one error line: a million-entry src must not make it megabytes long.
+  constexpr size_t kShown = 8;
   std::ostringstream os;
   os << '[';
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  for (size_t i = 0; i < v.size() && i < kShown; ++i) os << (i ? "," : "") << v[i];
+  if (v.size() > kShown) os << ",... (" << v.size() << " entries)";
   os << ']';
   return os.str();
 }

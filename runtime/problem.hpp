@@ -19,7 +19,7 @@ constexpr int64_t kElementBytes = 4;                         // f32, the widest 
 // Throws Error(InvalidDescriptor) with `message`.
 [[noreturn]] void invalid(const std::string& message);
 
-// "[1,2,3]", for error messages.
+// "[1,2,3]", for error messages; a list longer than 8 is cut: "[1,2,3,4,5,6,7,8,... (9 entries)]".
 std::string list_text(const std::vector<int64_t>& v);
 
 // True when the weights are the GroupConvolutionBackpropData form [G, C_IN/G, C_OUT/G, K...]:

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/file_io.hpp"
+#include "runtime/json_limits.hpp"
 
 namespace deconvjit {
 namespace {
@@ -49,7 +50,9 @@ std::string record_line(const TuningRecord& r) {
 }
 
 TuningRecord parse_record(const std::string& line) {
-  const Json j = Json::parse(line);  // throws on malformed text; the caller reports it
+  Json j;
+  std::string error;
+  if (!detail::parse_json(line, j, error)) throw Error(Error::Kind::InvalidArgument, error);  // reported by the caller
   TuningRecord r;
   r.descriptor = canonical_json(descriptor_from_json(j.at("descriptor").dump()));
   r.isa = isa_from_string(j.at("isa").get<std::string>());

@@ -1,15 +1,17 @@
-#include "runtime/file_io.hpp"
 #include "cli.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <tbb/task_arena.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "runtime/file_io.hpp"
+#include "runtime/memory.hpp"
 
 namespace deconvjit::cli {
 
@@ -32,12 +34,40 @@ std::map<std::string, Setup>& registry() {
   return commands;
 }
 
+// A descriptor file is a few hundred bytes; the cap keeps `@/dev/zero` from reading forever.
+constexpr size_t kMaxDescriptorFileBytes = size_t{64} << 20;
+
+[[noreturn]] void file_error(Error::Kind kind, const std::string& what, const std::string& path,
+                             const std::string& why) {
+  throw Error(kind, "cannot read " + what + "'" + path + "': " + why);
+}
+
+// Opens `path` for reading and rejects a directory by name (reading one would fail in confusing ways).
+detail::FileDescriptor open_input(const std::string& path, const std::string& what, struct stat& st) {
+  detail::FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) file_error(Error::Kind::Io, what, path, std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0) file_error(Error::Kind::Io, what, path, std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) file_error(Error::Kind::InvalidArgument, what, path, "it is a directory");
+  return fd;
+}
+
+// Pipes (`@/dev/stdin`, `@<(cmd)`) are read like files, up to the cap.
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Error::Kind::Io, "cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  struct stat st {};
+  const detail::FileDescriptor fd = open_input(path, "", st);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) file_error(Error::Kind::Io, "", path, std::strerror(errno));
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > kMaxDescriptorFileBytes)
+      file_error(Error::Kind::InvalidArgument, "", path,
+                 "larger than " + std::to_string(kMaxDescriptorFileBytes >> 20) + " MiB, too large for a descriptor");
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
 }
 }  // namespace
 
@@ -74,23 +104,23 @@ void add_isa_option(CLI::App& sub, std::string& isa) {
 }
 
 std::vector<float> read_f32_file(const std::string& path, int64_t elements, const std::string& what) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    throw Error(Error::Kind::Io, "cannot open " + what + " file '" + path + "': " + std::strerror(errno));
-  }
-  const auto actual = static_cast<int64_t>(in.tellg());
-  const int64_t expected = elements * static_cast<int64_t>(sizeof(float));
+  struct stat st {};
+  // Judged before the open, which would block on a FIFO: the size check needs a regular file anyway.
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    file_error(Error::Kind::InvalidArgument, what + " file ", path, "it is not a regular file");
+  const detail::FileDescriptor fd = open_input(path, what + " file ", st);
+  if (!S_ISREG(st.st_mode)) file_error(Error::Kind::InvalidArgument, what + " file ", path, "it is not a regular file");
+  const int64_t actual = st.st_size;
+  const int64_t expected = elements * static_cast<int64_t>(sizeof(float));  // resolve() bounds the product
   if (actual != expected) {
     throw Error(Error::Kind::InvalidArgument, what + " file '" + path + "' has " + std::to_string(actual) +
                                                   " bytes, expected " + std::to_string(expected) + " (" +
                                                   std::to_string(elements) + " f32 values)");
   }
   std::vector<float> data(static_cast<size_t>(elements));
-  in.seekg(0);
   // x86-64 is little-endian, so the file's bytes are the floats' bytes.
-  if (!in.read(reinterpret_cast<char*>(data.data()), expected)) {
-    throw Error(Error::Kind::Io, "cannot read " + what + " file '" + path + "'");
-  }
+  if (!detail::pread_all(fd.get(), data.data(), static_cast<size_t>(expected), 0))
+    file_error(Error::Kind::Io, what + " file ", path, errno ? std::strerror(errno) : "it shrank while being read");
   return data;
 }
 
@@ -113,6 +143,16 @@ void write_file_atomically(const std::string& path, const void* data, size_t byt
     std::remove(tmp.c_str());
     throw Error(Error::Kind::Io, "cannot write '" + path + "': " + why);
   }
+}
+
+void require_tensor_memory(const Problem& p, const std::string& command, uint64_t dst_extra_bytes) {
+  using namespace detail;
+  const auto src = static_cast<uint64_t>(p.src_elements()), weights = static_cast<uint64_t>(p.weights_elements());
+  const auto dst = static_cast<uint64_t>(p.dst_elements());
+  const uint64_t dst_extra = dst > UINT64_MAX / std::max<uint64_t>(dst_extra_bytes, 1) ? UINT64_MAX : dst * dst_extra_bytes;
+  require_memory(add_bytes({float_bytes(src), float_bytes(weights), float_bytes(weights), float_bytes(dst), dst_extra}),
+                 "'" + command + "' on this problem (src " + std::to_string(float_bytes(src)) + " bytes, weights " +
+                     std::to_string(float_bytes(weights)) + ", dst " + std::to_string(float_bytes(dst)) + ")");
 }
 
 void run_with_threads(int threads, const std::function<void()>& body) {

@@ -48,6 +48,11 @@ std::vector<float> read_f32_file(const std::string& path, int64_t elements, cons
 // complete.
 void write_file_atomically(const std::string& path, const void* data, size_t bytes);
 
+// Throws Error(InvalidDescriptor) saying how many bytes `command` needs when the problem's src, weights (twice:
+// as given and packed), dst and `dst_extra_bytes` per dst element exceed this machine's memory: checked
+// before anything is allocated, so a too-large problem is the user's error, not std::bad_alloc.
+void require_tensor_memory(const Problem& p, const std::string& command, uint64_t dst_extra_bytes = 0);
+
 // Runs `body` in a oneTBB arena of `threads` threads (0 = the default arena).
 void run_with_threads(int threads, const std::function<void()>& body);
 

@@ -14,6 +14,8 @@ const char* kExitCodes =
 
 // Scripts read the first stderr line, so a message is always exactly one line.
 int fail(int code, std::string message) {
+  constexpr size_t kMaxMessage = 2000;  // messages quote excerpts; this is the backstop for anything else
+  if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage - 3) + "...";
   for (char& c : message) {
     if (c == '\n' || c == '\r') c = ' ';
   }

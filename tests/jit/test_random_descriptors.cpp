@@ -15,6 +15,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,41 @@ TEST_P(LargerRandomDescriptors, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shards, LargerRandomDescriptors, ::testing::ValuesIn(shards(kLargeShards)),
                          shard_name);
+
+// The property the shards check holds only for the family they draw from: every descriptor of it must be
+// valid, and the family must contain every kind the library accepts. This pins the generator down, so
+// a change that silently stops drawing (say) 1D NCX problems with output_shape under same_lower fails here.
+TEST(RandomDescriptorFamily, IsValidAndCoversEveryKind) {
+  std::mt19937 rng(12345);
+  std::set<std::string> seen;
+  for (int i = 0; i < 3000; ++i) {
+    const Descriptor d = random_descriptor(rng);
+    Problem p;
+    ASSERT_NO_THROW(p = resolve(d)) << to_json(d);
+    const std::string rank = "rank" + std::to_string(p.spatial_rank);
+    seen.insert(rank + " " + to_string(p.data_format) + " " + to_string(d.weights_format));
+    seen.insert(rank + " output_shape " + to_string(d.auto_pad) + (d.output_shape.empty() ? " absent" : " given"));
+    if (p.groups > 1) seen.insert(p.c_in_per_group() == 1 && p.c_out_per_group() == 1 ? "depthwise" : "grouped");
+    for (size_t a = 0; a < p.pads_begin.size(); ++a) {
+      if (p.pads_begin[a] < 0 || p.pads_end[a] < 0) seen.insert("negative pad");
+      if (p.pads_begin[a] > 0 || p.pads_end[a] > 0) seen.insert("positive pad");
+      if (p.output_padding[a] >= p.stride[a] && p.output_padding[a] > 0) seen.insert("output_padding >= stride");
+      if (p.dilation[a] > 1) seen.insert("dilation");
+      if (p.kernel[a] < p.stride[a]) seen.insert("kernel < stride");
+    }
+    if (p.batch > 1) seen.insert("batch");
+  }
+  std::vector<std::string> want = {"depthwise", "grouped", "negative pad", "positive pad", "output_padding >= stride",
+                                   "dilation", "kernel < stride", "batch"};
+  for (int r = 1; r <= 3; ++r) {
+    const std::string rank = "rank" + std::to_string(r);
+    for (const char* f : {"NCX", "NXC"})
+      for (const char* w : {"OIX", "XIO", "GOIX"}) want.push_back(rank + " " + f + " " + w);
+    for (const char* mode : {"explicit", "valid", "same_upper", "same_lower"})
+      for (const char* given : {" absent", " given"}) want.push_back(rank + " output_shape " + mode + given);
+  }
+  for (const std::string& kind : want) EXPECT_TRUE(seen.count(kind)) << "the family never draws: " << kind;
+}
 
 // ---- random tuning hints --------------------------------------------------------------------------------
 

@@ -1,15 +1,18 @@
 // The on-disk kernel cache through the library API: store, load, every way an entry can be wrong, and the
 // permission rules. Entry edits that must survive the checksums re-seal the entry (edit_parts, set_field).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <optional>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -455,7 +458,8 @@ TEST_F(DiskCache, MetadataIsForToolsOnly) {
       {[](std::string& m) { m.replace(m.find("[2,6,5,7]"), 9, "[2,6,5,8]"); }, "disagrees with the header: key"},
       {[](std::string& m) { m.replace(m.find("\"kernel\":\""), 10, "\"kernel\":\"x"); }, "disagrees"},
   };
-  for (const auto& [edit, reason] : edits) {
+  for (const auto& [edit_meta, reason] : edits) {
+    const auto& edit = edit_meta;  // C++17 lambdas cannot capture a structured binding (clang rejects it)
     write_bytes(path, edit_parts(good, [&](detail::EntryParts& p) { edit(p.meta); }));
     EXPECT_EQ(compile_here().compile_ms(), 0.0) << reason;
     const auto listed = disk_cache_entries(dir_);
@@ -543,6 +547,33 @@ TEST_F(DiskCache, ListsVerifiesAndClears) {
 
   EXPECT_EQ(disk_cache_clear(dir_), 4u);  // three entries and the temporary
   EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+// A FIFO named like an entry would block a blocking open() until some writer came: compile() and the
+// listing must skip it with a warning instead of hanging.
+TEST_F(DiskCache, FifoInPlaceOfAnEntryIsSkippedNotWaitedOn) {
+  compile_here();
+  const std::string path = entry_path();
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto work = std::async(std::launch::async, [&] {
+    ::testing::internal::CaptureStderr();
+    const Kernel k = compile_here();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    return std::make_pair(k.compile_ms(), err);
+  });
+  if (work.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    const int unblock = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);  // let the stuck open() return
+    if (unblock >= 0) ::close(unblock);
+    FAIL() << "compile() blocked on a FIFO in the cache directory";
+  }
+  const auto [ms, err] = work.get();
+  EXPECT_GT(ms, 0.0);
+  EXPECT_NE(err.find("not a regular file"), std::string::npos) << err;
+  const std::vector<DiskCacheEntry> entries = disk_cache_entries(dir_);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_FALSE(entries[0].valid);
+  EXPECT_NE(entries[0].error.find("not a regular file"), std::string::npos) << entries[0].error;
 }
 
 }  // namespace

@@ -263,7 +263,9 @@ std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
       c.desc = bench::with_data_format(c.desc, a.layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
     }
     try {
-      for (DataFormat f : layouts_of(a, c.desc)) resolve(bench::with_data_format(c.desc, f));  // all before any runs
+      // Every problem is judged (and its memory counted, with verify's reference) before any is timed.
+      for (DataFormat f : layouts_of(a, c.desc))
+        require_tensor_memory(resolve(bench::with_data_format(c.desc, f)), "bench", 2 * sizeof(double));
     } catch (const Error& e) {
       const std::string where = c.name == c.origin ? c.origin : c.origin + " (" + c.name + ")";
       throw Error(e.kind(), where + ": " + e.what());

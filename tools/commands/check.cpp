@@ -27,6 +27,7 @@ void report_mismatch(const Problem& p, const verify::Comparison& c) {
 int check(const CheckArgs& a) {
   const Descriptor d = load_descriptor(a.desc);
   const Problem p = resolve(d);
+  require_tensor_memory(p, "check", 2 * sizeof(double));  // + the reference's result and error bound
   Options options;
   options.max_isa = resolve_isa(isa_from_string(a.isa));  // throws IsaUnavailable before any work
   options.hints = load_hints(a.hints);

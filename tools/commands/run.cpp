@@ -14,6 +14,7 @@ struct RunArgs {
 int run(const RunArgs& a) {
   const Descriptor d = load_descriptor(a.desc);
   const Problem p = resolve(d);
+  require_tensor_memory(p, "run");
   Options options;
   options.max_isa = isa_from_string(a.isa);
   options.hints = load_hints(a.hints);

@@ -1,5 +1,7 @@
 #include "import/inputs.hpp"
 
+#include <sys/stat.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -49,6 +51,10 @@ std::vector<ImportedLayer> read_jsonl(const std::string& path) {
 std::vector<ImportedLayer> read_inputs(const std::vector<std::string>& paths) {
   std::vector<ImportedLayer> all;
   for (const std::string& path : paths) {
+    // An ifstream opens a directory and reads nothing from it: say what it is instead of importing nothing.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      throw Error(Error::Kind::InvalidArgument, "'" + path + "' is a directory, expected a model or a JSON Lines file");
     const std::string ext = extension(path);
     std::vector<ImportedLayer> items;
     if (ext == "jsonl" || ext == "json" || ext == "ndjson") {

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -170,10 +171,64 @@ class OnnxModel {
   // ConvTranspose. When it throws (a declared type or shape it disagrees with), the declared shapes and
   // whatever it inferred before stopping are all there is.
   void infer_shapes() {
+    onnx::ModelProto copy = model_;
+    make_inference_safe(*copy.mutable_graph(), {});
     try {
-      onnx::shape_inference::InferShapes(model_);
+      onnx::shape_inference::InferShapes(copy);
     } catch (const std::exception& e) {
       inference_error_ = e.what();
+    }
+    *model_.mutable_graph()->mutable_value_info() = copy.graph().value_info();
+    *model_.mutable_graph()->mutable_output() = copy.graph().output();
+  }
+
+  // Debian's libonnx 1.12 reads past the end of W's shape in ConvTranspose's shape inference when W has
+  // fewer than 2 dimensions, or more spatial dimensions than X and no kernel_shape (a null read that kills
+  // the process; found by fuzz/fuzz_onnx). Inference therefore runs on a copy in which every ConvTranspose
+  // carries a kernel_shape taken from its statically known W (onnx returns early when that disagrees with
+  // X), and one whose W is not statically known with rank >= 2 and static spatial sizes is left out (its
+  // output gets no inferred shape; the node itself is still read from the original model).
+  static void make_inference_safe(onnx::GraphProto& g, std::map<std::string, std::vector<int64_t>> known) {
+    // A name declared twice with different ranks could reach onnx with either: it counts as unknown.
+    std::set<std::string> here;
+    auto note = [&](const std::string& name, std::vector<int64_t> dims) {
+      const auto it = known.find(name);
+      if (!here.insert(name).second && it != known.end() && it->second.size() != dims.size()) dims = {};
+      known[name] = std::move(dims);
+    };
+    for (const auto* list : {&g.input(), &g.value_info()})
+      for (const onnx::ValueInfoProto& v : *list) {
+        if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+        std::vector<int64_t> dims;
+        for (const auto& d : v.type().tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+        note(v.name(), dims);
+      }
+    for (const onnx::TensorProto& t : g.initializer()) note(t.name(), {t.dims().begin(), t.dims().end()});
+    for (const onnx::NodeProto& n : g.node()) {
+      const bool constant = n.op_type() == "Constant" && n.output_size() == 1;
+      const onnx::AttributeProto* value = constant ? find_attribute(n, "value") : nullptr;
+      if (value && value->has_t()) note(n.output(0), {value->t().dims().begin(), value->t().dims().end()});
+    }
+    auto* nodes = g.mutable_node();
+    for (int i = nodes->size(); i-- > 0;) {
+      onnx::NodeProto& n = (*nodes)[i];
+      for (onnx::AttributeProto& a : *n.mutable_attribute()) {  // subgraphs (If, Loop, Scan) see this scope
+        if (a.has_g()) make_inference_safe(*a.mutable_g(), known);
+        for (onnx::GraphProto& sub : *a.mutable_graphs()) make_inference_safe(sub, known);
+      }
+      if (n.op_type() != "ConvTranspose") continue;
+      const auto w = n.input_size() >= 2 ? known.find(n.input(1)) : known.end();
+      const bool usable = w != known.end() && w->second.size() >= 2 &&
+                          std::all_of(w->second.begin() + 2, w->second.end(), [](int64_t d) { return d >= 0; });
+      if (!usable) {
+        nodes->DeleteSubrange(i, 1);
+        continue;
+      }
+      if (find_attribute(n, "kernel_shape")) continue;  // onnx uses it as given, checking its length against X
+      onnx::AttributeProto* ks = n.add_attribute();
+      ks->set_name("kernel_shape");
+      ks->set_type(onnx::AttributeProto::INTS);
+      for (size_t k = 2; k < w->second.size(); ++k) ks->add_ints(w->second[k]);
     }
   }
 

@@ -5,6 +5,8 @@
 #include <pugixml.hpp>
 #include <stdexcept>
 
+#include "runtime/json_limits.hpp"
+
 namespace deconvjit::import {
 namespace {
 
@@ -20,7 +22,7 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   }
   // Trailing blanks are tolerated; anything else (a '?' or a range of a dynamic dimension) is not.
   if (used == 0 || text.find_first_not_of(" \t\r\n", used) != std::string::npos)
-    layer_error(what + " '" + text + "' is not an integer");
+    layer_error(what + " '" + detail::text_excerpt(text) + "' is not an integer");
   return v;
 }
 
@@ -154,9 +156,13 @@ class IrModel {
     std::vector<int64_t> out;
     for (int64_t i = 0; i < size; i += width) {
       if (width == 8) {
-        int64_t v;
+        uint64_t v;
         std::memcpy(&v, raw.data() + i, 8);  // IR stores constants little-endian, like x86-64
-        out.push_back(v);
+        // A u64 above INT64_MAX would read as a negative size; say what it really is.
+        if (et == "u64" && v > static_cast<uint64_t>(INT64_MAX))
+          layer_error("output_shape[" + std::to_string(i / 8) + "] = " + std::to_string(v) +
+                      " (u64) is out of the 64-bit signed range");
+        out.push_back(static_cast<int64_t>(v));
       } else {
         int32_t v;
         std::memcpy(&v, raw.data() + i, 4);
