@@ -88,46 +88,6 @@ std::string raw_key(const Descriptor& d, Isa isa, const TuningHints& h) {
 }  // namespace
 }  // namespace detail
 
-namespace detail {
-namespace {
-
-// Where compile()'s hints come from: the caller's, a tuning record, or none (the heuristic). The record
-// is looked up once per compile miss; one whose hints no longer build is ignored.
-struct PlanSource {
-  std::string db;  // the database consulted ("" = none: hints were given, or it is disabled)
-  int threads = 1;
-  Options options;  // the caller's, with a record's hints in place
-  std::string why = "heuristic";
-  bool looked_up = false;
-
-  PlanSource(const Options& o) : options(o) {
-    if (o.hints.empty()) db = o.tuning_db ? *o.tuning_db : default_tuning_db();
-    if (!o.hints.empty()) why = "hints given";
-    threads = tbb::this_task_arena::max_concurrency();
-  }
-  // The kernel cache's fast key must change when the database could give other hints.
-  std::string raw_suffix() const {
-    return db.empty() ? "" : '|' + db + '#' + std::to_string(tuning_db_generation()) + '#' + std::to_string(threads);
-  }
-  const Options& resolve_hints(const Problem& p, Isa isa) {
-    if (looked_up || db.empty()) return options;
-    looked_up = true;
-    const std::optional<TuningRecord> r = tuned_record(db, p.canonical, isa, threads);
-    if (!r) return options;
-    try {
-      make_plan(p, isa, r->hints);
-      options.hints = r->hints;
-      why = "tuned record in " + db;
-    } catch (const Error& e) {
-      why = "heuristic (tuning record in " + db + " ignored: " + e.what() + ")";
-    }
-    return options;
-  }
-};
-
-}  // namespace
-}  // namespace detail
-
 Kernel compile(const Descriptor& d, const Options& options) {
   const auto t0 = detail::Clock::now();
   const Isa isa = resolve_isa(options.max_isa);
@@ -167,7 +127,7 @@ Kernel compile(const Descriptor& d, const Options& options) {
   if (detail::verbose())
     std::fprintf(stderr, "deconvjit: compile %s cache=%s %.3f ms plan=%s\n", found.kernel->plan.name.c_str(),
                  found.hit ? "hit" : "miss", detail::ms_since(t0),
-                 found.hit && !source.looked_up ? "cached" : source.why.c_str());
+                 found.hit && !source.looked_up() ? "cached" : source.why().c_str());
   return Kernel(found.kernel);
 }
 

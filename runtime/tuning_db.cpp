@@ -15,9 +15,11 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <oneapi/tbb/task_arena.h>
 
 #include "runtime/file_io.hpp"
 #include "runtime/json_limits.hpp"
+#include "runtime/plan.hpp"
 
 namespace deconvjit {
 namespace {
@@ -210,6 +212,33 @@ std::optional<TuningRecord> tuned_record(const std::string& path, const std::str
 }
 
 uint64_t tuning_db_generation() { return Copies::instance().generation.load(); }
+
+PlanSource::PlanSource(const Options& o) : options_(o) {
+  if (o.hints.empty()) db_ = o.tuning_db ? *o.tuning_db : default_tuning_db();
+  if (!o.hints.empty()) why_ = "hints given";
+  threads_ = tbb::this_task_arena::max_concurrency();
+}
+
+std::string PlanSource::raw_suffix() const {
+  if (db_.empty()) return "";
+  return '|' + db_ + '#' + std::to_string(tuning_db_generation()) + '#' + std::to_string(threads_);
+}
+
+const Options& PlanSource::resolve_hints(const Problem& p, Isa isa) {
+  if (looked_up_ || db_.empty()) return options_;
+  looked_up_ = true;
+  const std::optional<TuningRecord> r = tuned_record(db_, p.canonical, isa, threads_);
+  if (!r) return options_;
+  try {
+    make_plan(p, isa, r->hints);
+    options_.hints = r->hints;
+    why_ = "tuned record in " + db_;
+    from_record_ = true;
+  } catch (const Error& e) {
+    why_ = "heuristic (tuning record in " + db_ + " ignored: " + e.what() + ")";
+  }
+  return options_;
+}
 
 }  // namespace detail
 }  // namespace deconvjit

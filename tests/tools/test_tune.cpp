@@ -38,6 +38,25 @@ TEST_F(Tune, HintsTheProblemCannotHonourExitTwoNamingTheHint) {
   expect_error_naming(run("run " + desc() + " --src a --weights b --dst c --hints @" + quote(path("h.json").string())), "ic_block");
 }
 
+TEST_F(Tune, ExplainSaysWhichChoicesWereGivenAndWhichRuleDecidedTheRest) {
+  const CliResult r = run("explain " + desc() + " --hints '{\"ur_w\": 3}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("source"), "hints given");
+  for (const auto& [field, c] : j.at("choices").items()) {
+    const std::string by = c.at("by");
+    if (field == "ur_w") {
+      EXPECT_EQ(by, "hint");
+      EXPECT_EQ(c.at("value"), 3);
+    } else {
+      EXPECT_EQ(by.rfind("heuristic: ", 0), 0u) << field << ": " << by;
+      EXPECT_GT(by.size(), std::string("heuristic: ").size() + 10) << field << " has no rule";
+    }
+  }
+  EXPECT_GE(j.at("model").at("rank").get<int>(), 1);
+  EXPECT_EQ(j.at("plan").at("name"), j.at("kernel"));
+}
+
 TEST_F(Tune, PlansPrintHintsThatBuildTheirKernel) {
   const CliResult r = run("plans " + desc() + " --limit 4");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -71,6 +90,12 @@ TEST_F(Tune, ATunedRecordIsReusedByAnotherProcess) {
   // On another thread count the record is not this problem's: the heuristic plans.
   const CliResult one = run("check " + desc() + " --threads 1", "DECONVJIT_TUNING_DB=" + db + " DECONVJIT_VERBOSE=1");
   EXPECT_NE(one.err.find("plan=heuristic"), std::string::npos) << one.err;
+
+  const CliResult ex = run("explain " + desc() + " --threads 2", "DECONVJIT_TUNING_DB=" + db);
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  const nlohmann::json why = nlohmann::json::parse(ex.out);
+  EXPECT_EQ(why.at("kernel"), rows[0].at("kernel"));
+  EXPECT_EQ(why.at("choices").at("ur_w").at("by"), "tuning record");
 
   const CliResult ls = run("tuning ls --db " + db);
   ASSERT_EQ(ls.code, 0) << ls.err;

@@ -1,0 +1,58 @@
+#include "runtime/plan_rules.hpp"
+
+#include <map>
+#include <utility>
+
+namespace deconvjit::detail {
+
+std::string heuristic_rule(const std::string& field, const std::string& algorithm) {
+  using Key = std::pair<std::string, std::string>;  // field, family ("" = any)
+  static const std::map<Key, std::string> rules = {
+      {{"algorithm", ""},
+       "choose_algorithm: one channel per group -> depthwise; at most 4 output channels per group and at "
+       "least 8 input channels -> dot; kernel a multiple of the stride on x without x pads and an "
+       "NXC-shaped output -> gemm; else direct. col_preferred: G=1, at most 96 input pixels and at least "
+       "16 MB of weights -> col. NCX: depthwise_x / gemm_x where they apply (choose_layout)"},
+      {{"layout", ""},
+       "choose_layout: NXC data needs none; NCX: the dot family stores NCX itself (src_copy), depthwise goes "
+       "through whole-tensor scratch copies, every other row family through a row buffer"},
+      {{"ur_w", ""},
+       "choose_tile: the widest block that fits the register file next to its weight vectors and "
+       "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase"},
+      {{"ur_w", "gemm_x"}, "plan_gemm_x: as many input vectors (up to 3) as the row, or the plane, holds"},
+      {{"ur_w", "depthwise_x"}, "depthwise_x choose_tile: one vector per FMA chain needed to hide latency, "
+                                "capped by the row's vectors"},
+      {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
+      {{"oc_vectors", ""},
+       "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
+       "gemm's long channel runs), never more than the channels need"},
+      {{"oc_vectors", "gemm_x"}, "plan_gemm_x: as many output channels as fit 24 accumulators"},
+      {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "
+                                      "alias in L1 (a multiple of 4 KiB apart)"},
+      {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
+      {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer)"},
+      {{"ic_unroll", "gemm_x"}, "plan_gemm_x: 2 input channels per step"},
+      {{"x_split", ""},
+       "choose_threading: rows first; when rows x channel blocks give fewer than 256 tasks, rows are cut "
+       "into parts of at least two blocks each"},
+      {{"ic_block", ""}, "choose_ic_blocks: one pass over the input channels (splitting measured slower)"},
+      {{"x_halo", ""},
+       "choose_halo: zero columns around the source when the arithmetic per source element is at least "
+       "2048 FLOP and the halo is small next to the row"},
+      {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
+      {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP; smaller problems run on the calling thread"},
+      {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer)"},
+      {{"channels_per_call", "depthwise_x"}, "plan_depthwise_x: channel chunks so that rows x chunks give about "
+                                             "256 tasks"},
+      {{"rows_per_block", "gemm_x"}, "plan_gemm_x: rows of one vector are stacked up to 3 per block"},
+      {{"flat_plane", "gemm_x"}, "plan_gemm_x: narrow rows (one vector, not a multiple of it) of planes up to "
+                                 "48 vectors run as one sequence across rows"},
+      {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2"},
+      {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2"},
+  };
+  if (auto it = rules.find({field, algorithm}); it != rules.end()) return it->second;
+  if (auto it = rules.find({field, ""}); it != rules.end()) return it->second;
+  return "";
+}
+
+}  // namespace deconvjit::detail
