@@ -59,24 +59,14 @@ py::array reference_result(py::handle desc, py::handle x, py::handle w) {
 }
 
 // The fields of `deconvjit peak --json`, from the same probe.
-py::dict peak(double min_time) {
+py::object peak(double min_time) {
   if (!(min_time >= 0.001 && min_time <= 60)) invalid_argument("peak: min_time must be in [0.001, 60] seconds");
   bench::PeakNumbers p;
   {
     py::gil_scoped_release no_gil;
     p = bench::measure_peak(min_time);
   }
-  py::dict out;
-  out["threads"] = p.threads;
-  out["avx512"] = p.has_avx512;
-  out["zmm_fma_gflops_1t"] = p.zmm_1t;
-  out["zmm_fma_gflops_nt"] = p.zmm_nt;
-  out["ymm_fma_gflops_1t"] = p.ymm_1t;
-  out["ymm_fma_gflops_nt"] = p.ymm_nt;
-  out["triad_gbps_1t"] = p.bw_1t;
-  out["triad_gbps_nt"] = p.bw_nt;
-  out["seconds"] = p.seconds;
-  return out;
+  return json_to_python(bench::peak_json(p));
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 
 #include "bench/timing.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace deconvjit::bench {
 namespace {
 
@@ -177,6 +179,20 @@ double peak_gflops(const PeakNumbers& peak, Isa isa, int threads) {
 
 double peak_bandwidth(const PeakNumbers& peak, int threads) {
   return scaled(peak.bw_1t, peak.bw_nt, threads, peak.threads);
+}
+
+std::string peak_json(const PeakNumbers& p) {
+  nlohmann::ordered_json out;
+  out["threads"] = p.threads;
+  out["avx512"] = p.has_avx512;
+  out["zmm_fma_gflops_1t"] = p.zmm_1t;
+  out["zmm_fma_gflops_nt"] = p.zmm_nt;
+  out["ymm_fma_gflops_1t"] = p.ymm_1t;
+  out["ymm_fma_gflops_nt"] = p.ymm_nt;
+  out["triad_gbps_1t"] = p.bw_1t;
+  out["triad_gbps_nt"] = p.bw_nt;
+  out["seconds"] = p.seconds;
+  return out.dump();
 }
 
 }  // namespace deconvjit::bench

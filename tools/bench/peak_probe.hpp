@@ -3,6 +3,8 @@
 // machine as it runs now (clock, SMT, VM), not a datasheet.
 #pragma once
 
+#include <string>
+
 #include "deconvjit/deconvjit.hpp"
 
 namespace deconvjit::bench {
@@ -18,6 +20,8 @@ struct PeakNumbers {
 
 // Measures now; each of the six numbers gets about `min_time` seconds.
 PeakNumbers measure_peak(double min_time);
+// The fields `deconvjit peak --json` prints (and the Python module's peak() returns), as one JSON object.
+std::string peak_json(const PeakNumbers& p);
 
 // Measured once per process (the first caller's `min_time` wins), then reused.
 const PeakNumbers& machine_peak(double min_time = 0.1);

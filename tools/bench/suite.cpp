@@ -1,5 +1,7 @@
 #include "bench/suite.hpp"
 
+#include <regex>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -48,6 +50,19 @@ Descriptor with_data_format(Descriptor d, DataFormat format) {
   if (!d.output_shape.empty() && d.output_shape.size() == d.src.size()) permute(d.output_shape);
   d.data_format = format;
   return d;
+}
+
+std::vector<BenchCase> filter_cases(std::vector<BenchCase> cases, const std::string& regex) {
+  std::regex filter;
+  try {
+    filter = std::regex(regex);
+  } catch (const std::regex_error& e) {
+    throw Error(Error::Kind::InvalidArgument, "--filter '" + regex + "' is not a valid regex: " + e.what());
+  }
+  std::vector<BenchCase> kept;
+  for (BenchCase& c : cases)
+    if (std::regex_search(c.name, filter)) kept.push_back(std::move(c));
+  return kept;
 }
 
 }  // namespace deconvjit::bench

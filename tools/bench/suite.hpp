@@ -19,6 +19,9 @@ struct BenchCase {
 // empty) that does not start with '#'. A bad line throws Error naming the file and line.
 std::vector<BenchCase> load_cases(const std::vector<std::string>& descs, const std::string& suite_file);
 
+// The cases whose name matches `regex` (searched, as grep does); throws InvalidArgument for a bad regex.
+std::vector<BenchCase> filter_cases(std::vector<BenchCase> cases, const std::string& regex);
+
 // The same problem with the data in `format`: src (and a full-rank output_shape) permuted between
 // [N, C, spatial...] and [N, spatial..., C]. Weights are untouched: their format is independent.
 Descriptor with_data_format(Descriptor d, DataFormat format);

@@ -249,16 +249,9 @@ std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
   if (a.descs.empty() && a.suite.empty()) {
     throw Error(Error::Kind::InvalidArgument, "bench needs a DESC or --suite FILE");
   }
-  std::vector<bench::BenchCase> cases = bench::load_cases(a.descs, a.suite);
-  std::regex filter;
-  try {
-    filter = std::regex(a.filter);
-  } catch (const std::regex_error& e) {
-    throw Error(Error::Kind::InvalidArgument, "--filter '" + a.filter + "' is not a valid regex: " + e.what());
-  }
+  std::vector<bench::BenchCase> cases = bench::filter_cases(bench::load_cases(a.descs, a.suite), a.filter);
   std::vector<bench::BenchCase> kept;
   for (auto& c : cases) {
-    if (!std::regex_search(c.name, filter)) continue;
     if (a.layout == "ncx" || a.layout == "nxc") {
       c.desc = bench::with_data_format(c.desc, a.layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
     }

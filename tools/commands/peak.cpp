@@ -15,19 +15,7 @@ struct PeakArgs {
   double min_time = 0.25;
 };
 
-void print_json(const bench::PeakNumbers& p) {
-  nlohmann::ordered_json out;
-  out["threads"] = p.threads;
-  out["avx512"] = p.has_avx512;
-  out["zmm_fma_gflops_1t"] = p.zmm_1t;
-  out["zmm_fma_gflops_nt"] = p.zmm_nt;
-  out["ymm_fma_gflops_1t"] = p.ymm_1t;
-  out["ymm_fma_gflops_nt"] = p.ymm_nt;
-  out["triad_gbps_1t"] = p.bw_1t;
-  out["triad_gbps_nt"] = p.bw_nt;
-  out["seconds"] = p.seconds;
-  std::cout << out.dump() << std::endl;
-}
+void print_json(const bench::PeakNumbers& p) { std::cout << bench::peak_json(p) << std::endl; }
 
 void print_table(const bench::PeakNumbers& p) {
   using bench::fixed;

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include <oneapi/tbb/task_arena.h>
 
@@ -27,16 +26,7 @@ struct TuneArgs {
 
 std::vector<bench::BenchCase> tune_cases(const TuneArgs& a) {
   if (a.descs.empty() && a.suite.empty()) throw Error(Error::Kind::InvalidArgument, "tune needs a DESC or --suite FILE");
-  std::regex filter;
-  try {
-    filter = std::regex(a.filter);
-  } catch (const std::regex_error& e) {
-    throw Error(Error::Kind::InvalidArgument, "--filter '" + a.filter + "' is not a valid regex: " + e.what());
-  }
-  std::vector<bench::BenchCase> kept;
-  for (auto& c : bench::load_cases(a.descs, a.suite))
-    if (std::regex_search(c.name, filter)) kept.push_back(std::move(c));
-  return kept;
+  return bench::filter_cases(bench::load_cases(a.descs, a.suite), a.filter);
 }
 
 // A progress bar on a terminal; plain lines (one per problem) otherwise.
