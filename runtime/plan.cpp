@@ -98,6 +98,17 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
 }
 
+// Lanes a channel count fills in whole vectors.
+double lane_use(int64_t channels, int lanes) {
+  return static_cast<double>(channels) / static_cast<double>(ceil_div(channels, int64_t{lanes}) * lanes);
+}
+
+// gemm's folded channels (x stride x C_OUT) fill vectors at least half again better than C_OUT does.
+bool folding_fills_lanes(const Problem& p, int lanes) {
+  const int64_t oc = p.c_out_per_group();
+  return lane_use(p.stride.back() * oc, lanes) >= 1.5 * lane_use(oc, lanes);
+}
+
 // `family` is the algorithm as chosen for NXC data: the dot and depthwise families fix how NCX data flows.
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family) {
   if (p.data_format == DataFormat::NXC) {
@@ -131,6 +142,12 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
   // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256).
   if (h.layout.empty() && family == Algorithm::depthwise) return LayoutPath::ncx_via_scratch;
+  // gemm needs an NXC-shaped output, so on NCX data it runs through whole-tensor copies. They pay when the
+  // layer has too few channels to fill vectors and gemm's folded channels (stride x C_OUT) do: the row
+  // families would leave most lanes empty (tuned on the corpus, 2 threads: hed_dsn5_up C_OUT 1 s16
+  // 0.345 -> 0.140 ms, fcn16s_voc_upscore16 C_OUT 21 s16 6.42 -> 4.57 ms, hed_dsn2_up C_OUT 1 s2 1.37x).
+  if (by_default && family == Algorithm::gemm && folding_fills_lanes(p, vector_lanes(isa)))
+    return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
@@ -258,31 +275,6 @@ std::string make_name(const Plan& pl, const Problem& p) {
 }
 
 }  // namespace
-
-const char* to_string(Algorithm a) {
-  switch (a) {
-    case Algorithm::direct: return "direct";
-    case Algorithm::gemm: return "gemm";
-    case Algorithm::depthwise: return "depthwise";
-    case Algorithm::dot: return "dot";
-    case Algorithm::depthwise_x: return "depthwise_x";
-    case Algorithm::gemm_x: return "gemm_x";
-    case Algorithm::col: return "col";
-  }
-  return "?";
-}
-
-const char* to_string(LayoutPath l) {
-  switch (l) {
-    case LayoutPath::nxc: return "nxc";
-    case LayoutPath::ncx_row_buffer: return "ncx_row_buffer";
-    case LayoutPath::ncx_in_kernel: return "ncx_in_kernel";
-    case LayoutPath::ncx_via_scratch: return "ncx_via_scratch";
-    case LayoutPath::ncx_src_copy: return "ncx_src_copy";
-    case LayoutPath::ncx_native: return "ncx_native";
-  }
-  return "?";
-}
 
 int64_t Plan::packed_weights_floats() const {
   if (algorithm == Algorithm::col) return 0;  // the inner kernel's packed weights are what is stored
@@ -474,45 +466,6 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
 }
 
-// The layout hint that selects each path ("" where the data format or the family decides it).
-const char* layout_hint(LayoutPath l) {
-  switch (l) {
-    case LayoutPath::ncx_row_buffer: return "row_buffer";
-    case LayoutPath::ncx_in_kernel: return "in_kernel";
-    case LayoutPath::ncx_via_scratch: return "scratch";
-    case LayoutPath::ncx_src_copy: return "src_copy";
-    case LayoutPath::nxc:
-    case LayoutPath::ncx_native: return "";
-  }
-  return "";
-}
-
-// Every choice the plan made, as hints that make it again: the tuner's coordinates of this plan. (Each
-// family accepts the neutral value of a choice it does not make: one pass, x_split 1, no halo, ...)
-TuningHints plan_choices(const Plan& pl) {
-  TuningHints c;
-  c.algorithm = to_string(pl.algorithm);
-  if (pl.algorithm == Algorithm::col) return c;  // its inner kernel is planned by the heuristic
-  c.layout = layout_hint(pl.layout);
-  c.ur_w = pl.ur_w;
-  c.oc_vectors = pl.oc_vectors;
-  c.ic_unroll = pl.ic_unroll;
-  c.x_split = pl.x_split;
-  c.ic_block = static_cast<int>(pl.ic_block);
-  c.x_halo = pl.has_halo() ? 1 : 0;
-  c.batch_block = pl.block_over_batch ? 1 : 0;
-  c.parallel = pl.parallel ? 1 : 0;
-  c.oc_loop = pl.oc_loop;
-  if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
-  if (pl.algorithm == Algorithm::gemm_x) {
-    c.rows_per_block = pl.rows_per_block;
-    c.flat_plane = pl.flat_plane ? 1 : 0;
-    c.oc_chunk = static_cast<int>(pl.oc_chunk);
-    c.row_chunk = static_cast<int>(pl.row_chunk);
-  }
-  return c;
-}
-
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel).
 void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops;
@@ -555,56 +508,6 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   pl.name = make_name(pl, p);
   pl.choices = plan_choices(pl);
   return pl;
-}
-
-std::string Plan::packing_signature() const {
-  std::string sig = std::string(to_string(algorithm)) + '/' + std::to_string(lanes) + '/' +
-                    std::to_string(groups) + '/' + std::to_string(ic_per_group) + '/' +
-                    std::to_string(oc_per_group) + '/' + std::to_string(main.vectors) + '/' +
-                    std::to_string(last.vectors) + '/' + std::to_string(ic_vectors);
-  for (const Axis& a : axes) sig += '/' + std::to_string(a.kernel);
-  // depthwise_x lanes hold x phases: which kernel x a lane sees depends on the stride and pad phase.
-  if (algorithm == Algorithm::depthwise_x)
-    sig += "/x" + std::to_string(axes[2].stride) + ':' + std::to_string(floor_mod(axes[2].pad_begin, axes[2].stride));
-  return sig + "/s" + std::to_string(fold_stride);
-}
-
-std::string Plan::to_json() const {
-  nlohmann::ordered_json j;
-  j["name"] = name;
-  j["isa"] = deconvjit::to_string(isa);
-  j["choices"] = nlohmann::ordered_json::parse(deconvjit::to_json(choices));
-  j["algorithm"] = to_string(algorithm);
-  j["layout"] = to_string(layout);
-  j["block_over_batch"] = block_over_batch;
-  j["row_buffer_floats"] = row_buffer_floats;
-  j["halo"] = {halo_left, halo_right};
-  j["ur_w"] = ur_w;
-  j["oc_vectors"] = oc_vectors;
-  j["ic_unroll"] = ic_unroll;
-  j["x_split"] = x_split;
-  j["oc_loop"] = oc_loop;
-  j["parallel"] = parallel;
-  j["oc_blocks"] = oc_blocks;
-  j["last_block"] = {{"vectors", last.vectors}, {"mask_lanes", last.mask_lanes}};
-  j["reduction"] = ic_per_group;
-  j["ic_block"] = ic_block;
-  j["ic_blocks"] = ic_blocks;
-  j["ic_vectors"] = ic_vectors;
-  j["ic_tail_lanes"] = ic_tail_lanes;
-  if (algorithm == Algorithm::depthwise_x) j["channels_per_call"] = channels_per_call;
-  if (algorithm == Algorithm::gemm_x) {
-    j["rows_per_block"] = rows_per_block;
-    j["flat_plane"] = flat_plane;
-    j["oc_chunk"] = oc_chunk;
-    j["row_chunk"] = row_chunk;
-  }
-  for (int i = 0; i < 3; ++i) {
-    const Axis& a = axes[i];
-    j["axes"].push_back({{"in", a.in}, {"kernel", a.kernel}, {"stride", a.stride},
-                         {"dilation", a.dilation}, {"pad_begin", a.pad_begin}, {"out", a.out}});
-  }
-  return j.dump();
 }
 
 }  // namespace deconvjit::detail

@@ -133,6 +133,8 @@ struct Plan {
 
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
+// Every choice of a finished plan as hints that make it again (runtime/plan_print.cpp).
+TuningHints plan_choices(const Plan& pl);
 
 // depthwise_x: the kernel x that lane `lane` of x tap `tap` sees, for vectors starting at a multiple of
 // the lane count (see runtime/plan_depthwise_x.cpp); at or past the kernel size the lane has no term.

@@ -194,7 +194,9 @@ TEST_P(KernelCases, GemmAlongX) {
   for (const Case& c : cases) {
     DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in);
     t.Test();
-    EXPECT_EQ(plan_of(t).at("algorithm"), z ? "gemm_x" : "direct");
+    // AVX2 has no gemm_x: the row families, or gemm through copies when folding the two x phases into
+    // the channels fills vectors much better (3 channels fill 3 of 8 lanes, folded 6).
+    EXPECT_EQ(plan_of(t).at("algorithm"), z ? "gemm_x" : c.co == 3 ? "gemm" : "direct");
     if (c.ci == 64 && z) EXPECT_LT(plan_of(t).at("row_chunk").get<int64_t>(), 36);  // several row tiles
     if (z) EXPECT_EQ(plan_of(t).at("flat_plane").get<bool>(), c.in[1] < 16 && c.in[0] * c.in[1] <= 48 * 16);
   }
