@@ -2,6 +2,7 @@
 // and the public listing / clearing functions. The entry format itself lives in disk_cache_entry.cpp.
 #include "runtime/disk_cache.hpp"
 #include "runtime/file_io.hpp"
+#include "runtime/tuning_db.hpp"
 #include "runtime/jit_profile.hpp"
 
 #include <dirent.h>
@@ -398,9 +399,12 @@ std::string default_cache_dir() {
   return "";
 }
 
-DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& options) {
+DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& given) {
   const Problem p = resolve(d);
-  const Isa isa = resolve_isa(options.max_isa);
+  const Isa isa = resolve_isa(given.max_isa);
+  // The hints compile() would plan with: a tuning record's when there is one.
+  detail::PlanSource source(given);
+  const Options& options = source.resolve_hints(p, isa);
   // A col kernel has no code of its own: its inner GEMM kernel is the entry.
   if (detail::make_plan(p, isa, options.hints).algorithm == detail::Algorithm::col) {
     Options inner = options;

@@ -121,7 +121,7 @@ std::array<std::vector<std::vector<Tap>>, kAxes> axis_taps(const Problem& p, con
 // Writes sum and sum of |terms| for every output element of the listed rows (row = (n, oz, oy) in
 // row-major order; all rows when `only` is null); `abs_sum` may be null.
 void gather(const Problem& p, const float* src, const float* weights, double* dst, double* abs_sum,
-            const std::vector<int64_t>* only = nullptr) {
+            const std::vector<int64_t>* only = nullptr, const std::vector<int64_t>* only_x = nullptr) {
   const Geometry g = make_geometry(p);
   const auto taps = axis_taps(p, g);
   // Rows of outputs in parallel: each output is still one sum in a fixed order, so the result does not
@@ -130,7 +130,9 @@ void gather(const Problem& p, const float* src, const float* weights, double* ds
   tbb::parallel_for(int64_t{0}, rows, [&](int64_t i) {
     const int64_t row = only ? (*only)[static_cast<size_t>(i)] : i;
     const int64_t oy = row % g.out[1], oz = row / g.out[1] % g.out[0], n = row / (g.out[1] * g.out[0]);
-    for (int64_t ox = 0; ox < g.out[2]; ++ox) {
+    const int64_t xs = only_x ? static_cast<int64_t>(only_x->size()) : g.out[2];
+    for (int64_t xi = 0; xi < xs; ++xi) {
+      const int64_t ox = only_x ? (*only_x)[static_cast<size_t>(xi)] : xi;
       const auto& tz = taps[0][oz];
       const auto& ty = taps[1][oy];
       const auto& tx = taps[2][ox];
@@ -184,18 +186,24 @@ void reference(const Problem& p, ConstBuffer src, ConstBuffer weights, Buffer ds
 namespace detail {
 
 std::vector<int64_t> reference_rows(const Problem& p, const float* src, const float* weights,
-                                    const std::vector<int64_t>& rows, double* dst, double* abs_sum) {
+                                    const std::vector<int64_t>& rows, const std::vector<int64_t>& xs,
+                                    double* dst, double* abs_sum) {
   const Geometry g = make_geometry(p);
   const int64_t all = p.batch * g.out[0] * g.out[1];
+  std::vector<int64_t> x_list = xs;
+  if (x_list.empty())
+    for (int64_t ox = 0; ox < g.out[2]; ++ox) x_list.push_back(ox);
   std::vector<int64_t> indices;
   for (int64_t row : rows) {
     if (row < 0 || row >= all) throw Error(Error::Kind::InvalidArgument, "reference_rows: no row " + std::to_string(row));
     const int64_t oy = row % g.out[1], oz = row / g.out[1] % g.out[0], n = row / (g.out[1] * g.out[0]);
-    for (int64_t ox = 0; ox < g.out[2]; ++ox)
+    for (int64_t ox : x_list) {
+      if (ox < 0 || ox >= g.out[2]) throw Error(Error::Kind::InvalidArgument, "reference_rows: no x " + std::to_string(ox));
       for (int64_t co = 0; co < g.cout; ++co)
         indices.push_back(n * g.dst_batch + oz * g.dst_sp[0] + oy * g.dst_sp[1] + ox * g.dst_sp[2] + co * g.dst_chan);
+    }
   }
-  gather(p, src, weights, dst, abs_sum, &rows);
+  gather(p, src, weights, dst, abs_sum, &rows, &x_list);
   return indices;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "runtime/reference.hpp"
 #include "runtime/tolerance.hpp"
 #include "support/deconv_tester.hpp"
 #include "support/layouts.hpp"
@@ -30,6 +31,28 @@ std::vector<float> run_reference(const Descriptor& d, const std::vector<float>& 
 }
 
 // ---- shapes and hand-checked values ----
+
+// The tuner's oracle on a sample of rows and x positions computes exactly those elements, with the
+// values and bounds of the whole reference (NCX and NXC: the indices follow the layout).
+TEST(Reference, RowsAndPositionsAreTheWholeReferenceThere) {
+  for (DataFormat f : {DataFormat::NCX, DataFormat::NXC}) {
+    const Problem p = resolve(DeconvTester().batch(2).channels(3, 5).input({4, 6}).kernel({3, 3}).stride({2, 2})
+                                  .pads({1, 0}, {0, 1}).layout(f).descriptor());
+    const verify::Operands ops = verify::random_operands(p, 9);
+    std::vector<double> all(p.dst_elements()), all_mag(all.size());
+    reference_with_bound(p, ops.src, ops.weights, all.data(), all_mag.data());
+    std::vector<double> part(all.size(), -1e300), part_mag(all.size(), -1e300);
+    const std::vector<int64_t> at =
+        detail::reference_rows(p, ops.src.data(), ops.weights.data(), {0, 5, 7}, {0, 3, 10}, part.data(), part_mag.data());
+    EXPECT_EQ(at.size(), 3u * 3u * 5u);  // rows x positions x channels
+    for (int64_t e : at) {
+      EXPECT_EQ(part[e], all[e]) << e;
+      EXPECT_EQ(part_mag[e], all_mag[e]) << e;
+    }
+    const size_t written = std::count_if(part.begin(), part.end(), [](double v) { return v != -1e300; });
+    EXPECT_EQ(written, at.size()) << "elements outside the sample were written";
+  }
+}
 
 TEST(Reference, SeedExampleShapes) {
   for (const SeedExample& e : seed_examples()) {

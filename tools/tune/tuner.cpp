@@ -21,6 +21,7 @@ constexpr size_t kDistinctKernels = 10;  // stage 1: the model's best distinct k
 constexpr size_t kPerStructure = 4;      // stage 1: plus the best of up to 4 families/routes not yet in
 constexpr size_t kVariants = 5;          // stage 2: threading/blocking variants of each of the best two
 constexpr int64_t kSampleRows = 24;      // output rows the oracle computes to verify a candidate
+constexpr int64_t kSampleX = 512;        // output x per row beyond which rows are sampled too
 
 // The oracle on a sample of output rows: the first and last two (borders in y and z, every x border)
 // and rows spread between them. Whole layers can take minutes in the scalar reference.
@@ -34,7 +35,17 @@ struct Oracle {
     for (int64_t r : {int64_t{0}, int64_t{1}, rows - 2, rows - 1})
       if (r >= 0 && r < rows) pick.insert(r);
     for (int64_t i = 0; i < kSampleRows; ++i) pick.insert(i * rows / kSampleRows);
-    at = detail::reference_rows(p, src, w, {pick.begin(), pick.end()}, want.data(), mag.data());
+    // Long rows (1-D layers: a row is a whole image) are sampled too: both ends, where the borders are,
+    // and windows spread between them.
+    std::set<int64_t> xs;
+    const int64_t width = p.out.back();
+    if (width > kSampleX) {
+      for (int64_t x = 0; x < kSampleX / 4; ++x) xs.insert({x, width - 1 - x});
+      for (int64_t w0 = 0; w0 < kSampleX / 2; w0 += 8)
+        for (int64_t x = 0; x < 8; ++x) xs.insert(std::min(width - 1, w0 * width / (kSampleX / 2) + x));
+    }
+    at = detail::reference_rows(p, src, w, {pick.begin(), pick.end()}, {xs.begin(), xs.end()}, want.data(),
+                                mag.data());
   }
   bool accepts(const Problem& p, const float* got) const {
     const int64_t n = verify::dot_length(p);
@@ -145,7 +156,8 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
   routes.insert(route(pool[0].plan.hints));
   for (size_t pass = 0; pass < 2 && pool.size() < n1; ++pass)
     for (const PlanCandidate& c : space) {
-      if (pool.size() >= n1) break;
+      // Compiling and verifying count against the budget too: stop adding when half of it is gone.
+      if (pool.size() >= n1 || (pool.size() > 1 && bench::now_s() - t0 > budget_s * 0.5)) break;
       const bool fresh_route = !routes.count(route(c.hints));
       if (kernels.count(c.kernel) || (pass == 0 && !fresh_route && pool.size() >= kDistinctKernels + 1 - kPerStructure))
         continue;
@@ -175,7 +187,8 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
     const std::string k = finals[f]->plan.kernel;
     size_t added = 0;
     for (const PlanCandidate& c : space) {
-      if (finals.size() + (pool.size() - base) >= n2 || added >= kVariants) break;
+      if (finals.size() + (pool.size() - base) >= n2 || added >= kVariants || bench::now_s() - t0 > budget_s * 0.75)
+        break;
       if (c.kernel != k || timed.count(to_json(c.hints))) continue;
       Timed t;
       t.plan = c;
