@@ -112,8 +112,10 @@ struct Search {
 // How many candidates a stage can time in `seconds` when one run takes `once` seconds, and for how long.
 size_t affordable(size_t wanted, double seconds, double once, double* min_time) {
   const double per = std::max(once * 4, 0.01);  // warm-up and three runs at the least
-  const size_t n = std::clamp<size_t>(static_cast<size_t>(seconds / (per * 1.5)), 2, wanted);
-  *min_time = std::clamp(seconds / (static_cast<double>(n) * 1.6), per, 0.3);
+  const double fit = std::clamp(std::max(seconds, 0.0) / (per * 1.5), 0.0, 1e6);  // spent budget: none
+  const size_t n = std::clamp<size_t>(static_cast<size_t>(fit), 2, wanted);
+  // At least three runs' worth, however little is left; at most 0.3 s.
+  *min_time = std::max(per, std::min(std::max(seconds, 0.0) / (static_cast<double>(n) * 1.6), 0.3));
   return n;
 }
 
