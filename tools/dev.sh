@@ -89,7 +89,7 @@ fi
 cli=build/tools/deconvjit
 suite=tools/suites/realworld.jsonl
 # The machine's measured FMA peak and bandwidth, then every suite layer verified against the reference
-# and timed against oneDNN (when libdnnl-dev is installed), in both data layouts.
+# and timed against oneDNN (when libdnnl-dev is installed) in both data layouts: the user-layout comparison
+# and the kernel race (our faster layout against oneDNN's fastest kernel), with an SVG report.
 "$cli" peak
-"$cli" bench --suite "$suite" --verify --vs onednn --layout nxc
-"$cli" bench --suite "$suite" --verify --vs onednn --layout ncx
+"$cli" bench --suite "$suite" --verify --vs onednn --layout both --report build/realworld_report.svg
