@@ -156,6 +156,9 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
   std::set<std::string> kernels{pool[0].plan.kernel}, routes;
   auto route = [](const TuningHints& h) { return h.algorithm + '/' + h.layout; };
   routes.insert(route(pool[0].plan.hints));
+  // Pass 0 takes the model's best distinct kernels until kPerStructure places are left, then only kernels
+  // of families or routes not yet in (the model's ranking across families is the least trustworthy part);
+  // pass 1 fills any places still free with the next distinct kernels.
   for (size_t pass = 0; pass < 2 && pool.size() < n1; ++pass)
     for (const PlanCandidate& c : space) {
       // Compiling and verifying count against the budget too: stop adding when half of it is gone.
