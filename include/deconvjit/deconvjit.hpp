@@ -53,6 +53,9 @@ struct Descriptor {
   WeightsFormat weights_format = WeightsFormat::OIX;
   DType dtype = DType::f32;
   DType weights_dtype = DType::f32;   // must equal dtype; kept apart so a mismatch can be reported
+  // The type sums are kept in: f32 (always allowed), or f16 with dtype f16 (halves all the way, an opt-in
+  // for speed that needs avx512_fp16). The result is rounded once into dtype either way.
+  DType accumulation = DType::f32;
   std::string name;                   // carried along, not part of the identity
 };
 
@@ -71,7 +74,8 @@ struct Problem {
   std::vector<int64_t> in, kernel, stride, dilation, pads_begin, pads_end, output_padding, out;
   DataFormat data_format = DataFormat::NCX;
   WeightsFormat weights_format = WeightsFormat::OIX;  // GOIX when the weights have the group form
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;         // src, weights and dst
+  DType accumulation = DType::f32;  // see Descriptor::accumulation
   std::vector<int64_t> src_shape, weights_shape, dst_shape;  // in the user's layouts
   std::string canonical;  // canonical_json of the descriptor
 
