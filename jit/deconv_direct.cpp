@@ -36,8 +36,11 @@ class DirectGenerator : public RowKernelGenerator {
       for (int v = 0; v < nv(); ++v) vxorps(acc(p, v), acc(p, v), acc(p, v));
   }
 
-  int64_t reduction_src_bytes() const override { return pl_.ic_block * pl_.src_ic_stride * eb(); }
-  int64_t reduction_wei_bytes() const override { return pl_.ic_block * bk_->wei_ic_step * kFloat; }
+  // Pairs: each step covers two channels (the odd last one too), a 32-bit slot of weights per lane.
+  int64_t reduction_src_bytes() const override {
+    return (pl_.ic_pairs ? 2 * detail::ic_steps(pl_) : pl_.ic_block) * pl_.src_ic_stride * eb();
+  }
+  int64_t reduction_wei_bytes() const override { return detail::ic_steps(pl_) * bk_->wei_ic_step * kFloat; }
 
   // A later pass of a split reduction starts from what the earlier passes stored (contiguous dst only).
   void emit_load_partial() override {
@@ -61,6 +64,7 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   void emit_reduction() override {
+    if (pl_.ic_pairs) return emit_pair_reduction();
     const int64_t ic = pl_.ic_block;
     const int u = pl_.ic_unroll;
     const int64_t iters = ic / u;
@@ -81,8 +85,52 @@ class DirectGenerator : public RowKernelGenerator {
     if (rem) advance_ic(rem);
   }
 
+  // bf16 pairs of input channels through vdpbf16ps: the same loop over pairs, then an odd last channel.
+  void emit_pair_reduction() {
+    assert(pl_.src_ic_stride == 1 && zmm());
+    const int u = pl_.ic_unroll;
+    const int64_t pairs = pl_.ic_block / 2, iters = pairs / u;
+    const int rem = static_cast<int>(pairs % u);
+    if (iters > 0) {
+      Label l_ic;
+      if (iters > 1) mov(r_ic, iters);
+      L(l_ic);
+      for (int k = 0; k < u; ++k) emit_pair_step(k, false);
+      advance_ic(u);
+      if (iters > 1) {
+        dec(r_ic);
+        jnz(l_ic, T_NEAR);
+      }
+    }
+    for (int k = 0; k < rem; ++k) emit_pair_step(k, false);
+    if (rem) advance_ic(rem);
+    if (pl_.ic_block % 2) {
+      emit_pair_step(0, true);
+      advance_ic(1);
+    }
+  }
+
+  // nv weight vectors of 16 pairs, one broadcast pair per pixel, w*nv vdpbf16ps. A lone last channel
+  // is broadcast with a zero partner: its weight partner is zero too, but an infinite or NaN input times
+  // zero would not be.
+  void emit_pair_step(int k, bool lone) {
+    const int64_t wofs = k * bk_->wei_ic_step * kFloat;
+    for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
+    for (int p = 0; p < w_; ++p) {
+      const int64_t sofs = (p * pl_.src_pix_stride + 2 * k) * eb();
+      const Zmm b(bvec(p).getIdx());
+      if (lone) {
+        vpbroadcastw(b, word[r_sx + sofs]);
+        vpandd(b, b, ptr[rip + l_low_]);
+      } else {
+        vpbroadcastd(b, dword[r_sx + sofs]);
+      }
+      for (int v = 0; v < nv(); ++v) vdpbf16ps(Zmm(acc(p, v).getIdx()), Zmm(wvec(v).getIdx()), b);
+    }
+  }
+
   void advance_ic(int n) {
-    add_imm(r_sx, n * pl_.src_ic_stride * eb(), r_ic);
+    add_imm(r_sx, n * (pl_.ic_pairs ? 2 : 1) * pl_.src_ic_stride * eb(), r_ic);
     add_imm(r_wx, n * bk_->wei_ic_step * kFloat, r_ic);
   }
 
@@ -187,6 +235,11 @@ class DirectGenerator : public RowKernelGenerator {
 
   // AVX2 has no opmask: its masked loads and stores read lane masks from this table.
   void emit_tables() override {
+    if (pl_.ic_pairs) {
+      align(64);
+      L(l_low_);
+      for (int i = 0; i < 16; ++i) dd(0xffffu);
+    }
     align(32);
     L(l_mask_);
     for (int i = 0; i < 8; ++i) dd(i < pl_.last.mask_lanes ? 0xffffffffu : 0u);
@@ -196,7 +249,7 @@ class DirectGenerator : public RowKernelGenerator {
     for (int i = 0; i < pl_.lanes; ++i) dd(static_cast<uint32_t>(i * pl_.dst_c));
   }
 
-  Label l_mask_, l_index_;
+  Label l_mask_, l_index_, l_low_;
 };
 
 // Generous upper bound: every instruction at most 12 bytes.

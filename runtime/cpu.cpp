@@ -28,6 +28,10 @@ bool cpu_has(Isa isa) {
 }  // namespace
 
 namespace detail {
+bool cpu_has_avx512_bf16() {
+  static const Xbyak::util::Cpu cpu;
+  return cpu.has(Xbyak::util::Cpu::tAVX512_BF16);
+}
 bool cpu_has_avx512_fp16() {
   static const Xbyak::util::Cpu cpu;
   return cpu.has(Xbyak::util::Cpu::tAVX512_FP16);

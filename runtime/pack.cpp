@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <array>
+#include <cstring>
 
 #include "runtime/compiled_kernel.hpp"
 #include "runtime/half.hpp"
@@ -89,6 +90,7 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
   const int64_t ic_g = pl.ic_per_group;
   const int64_t block_main = kd[0] * kd[1] * kx_v * pl.main.wei_k_floats;
   const int64_t group_floats = pl.packed_weights_floats() / pl.groups;
+  const int64_t step = pl.ic_pairs ? 2 : 1;
 
   tbb::parallel_for(int64_t{0}, pl.groups * pl.oc_blocks, [&](int64_t t) {
     const int64_t g = t / pl.oc_blocks, ob = t % pl.oc_blocks;
@@ -98,19 +100,27 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
     for (int64_t kz = 0; kz < kd[0]; ++kz)
       for (int64_t ky = 0; ky < kd[1]; ++ky)
         for (int64_t kxv = 0; kxv < kx_v; ++kxv)
-          for (int64_t ic = 0; ic < ic_g; ++ic)
+          for (int64_t ic = 0; ic < ic_g; ic += step) {
             for (int64_t c = 0; c < width; ++c) {
               const int64_t ocv = ob * pl.main.vectors * pl.lanes + c;
-              float v = 0.f;
-              if (ocv < pl.oc_per_group) {
+              auto weight = [&](int64_t i) {
+                if (ocv >= pl.oc_per_group || i >= ic_g) return 0.f;
                 // gemm: virtual channel = (phase, oc); phase r at virtual tap j is kernel x r + j*s.
                 const int64_t kx = gemm ? ocv / uw.oc_g + kxv * p.stride.back() : kxv;
                 const int64_t oc = gemm ? ocv % uw.oc_g : depthwise ? 0 : ocv;
                 const int64_t grp = depthwise ? ocv : g;  // depthwise: the channel is the group
-                v = uw.at(grp, ic, oc, (kz * kd[1] + ky) * kd[2] + kx);
+                return uw.at(grp, i, oc, (kz * kd[1] + ky) * kd[2] + kx);
+              };
+              if (!pl.ic_pairs) {
+                *dst++ = weight(ic);
+                continue;
               }
-              *dst++ = v;
+              // (ic, ic + 1) as bf16 in the low and high half, as vdpbf16ps pairs them (the values
+              // came from bf16, so taking the upper halves is exact; a missing ic + 1 is zero).
+              const uint32_t pair = float_to_bits(weight(ic)) >> 16 | (float_to_bits(weight(ic + 1)) & 0xffff0000u);
+              std::memcpy(dst++, &pair, sizeof pair);
             }
+          }
   });
 }
 

@@ -76,6 +76,9 @@ struct Plan {
   int x_split = 1;       // parts each output row is cut into, for threading
   int oc_loop = 1;       // channel blocks one call walks for each pixel block (depthwise: many tiny ones)
   bool parallel = true;  // false: tiny problems run on the calling thread
+  // bf16: input channels reduced in pairs by vdpbf16ps; packed weights hold (ic, ic + 1) bf16 pairs in
+  // each 32-bit slot, and reduction steps count pairs (see TuningHints::ic_pairs).
+  bool ic_pairs = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
   std::array<Axis, 3> axes;
@@ -154,6 +157,8 @@ constexpr double kSerialFlops = 2e6;
 constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
 bool depthwise_x_applies(const Problem& p, Isa isa);
+// Input-channel steps of one reduction pass: channels, or pairs of them.
+inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 bool gemm_x_applies(const Problem& p, Isa isa);
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
 // Fills the tile, threading and strides of the depthwise_x family (make_plan adds name and packing).

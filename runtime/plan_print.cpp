@@ -67,6 +67,7 @@ TuningHints plan_choices(const Plan& pl) {
   c.batch_block = pl.block_over_batch ? 1 : 0;
   c.parallel = pl.parallel ? 1 : 0;
   c.oc_loop = pl.oc_loop;
+  if (pl.dtype == DType::bf16) c.ic_pairs = pl.ic_pairs ? 1 : 0;  // a choice only bf16 data has
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
@@ -87,6 +88,7 @@ std::string Plan::packing_signature() const {
   // depthwise_x lanes hold x phases: which kernel x a lane sees depends on the stride and pad phase.
   if (algorithm == Algorithm::depthwise_x)
     sig += "/x" + std::to_string(axes[2].stride) + ':' + std::to_string(floor_mod(axes[2].pad_begin, axes[2].stride));
+  if (ic_pairs) sig += "/bf16pairs";  // 32-bit slots hold two bf16 weights, not one f32
   return sig + "/s" + std::to_string(fold_stride);
 }
 

@@ -47,18 +47,20 @@ std::vector<Plan> structures(const Problem& p, Isa isa) {
   for (const char* algorithm : kAlgorithms)
     for (const std::string& layout : layouts)
       for (int halo : {0, 1})
-        for (int batch_block : {0, 1}) {
-          TuningHints h;
-          h.algorithm = algorithm;
-          if (h.algorithm != "col") h.layout = layout, h.x_halo = halo, h.batch_block = batch_block;
-          Plan pl;
-          if (!try_plan(p, isa, h, pl)) continue;
-          TuningHints key = pl.choices;  // the structure: what was asked, as the planner resolved it
-          key.ur_w = key.oc_vectors = key.ic_unroll = key.x_split = key.ic_block = key.parallel = key.oc_loop = 0;
-          key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = 0;
-          key.flat_plane = -1;
-          if (seen.insert(hints_key_text(key)).second) out.push_back(pl);
-        }
+        for (int batch_block : {0, 1})
+          for (int pairs : {0, 1}) {  // (ic_pairs: bf16 only; elsewhere the planner refuses 1)
+            TuningHints h;
+            h.algorithm = algorithm;
+            if (h.algorithm != "col")
+              h.layout = layout, h.x_halo = halo, h.batch_block = batch_block, h.ic_pairs = pairs;
+            Plan pl;
+            if (!try_plan(p, isa, h, pl)) continue;
+            TuningHints key = pl.choices;  // the structure: what was asked, as the planner resolved it
+            key.ur_w = key.oc_vectors = key.ic_unroll = key.x_split = key.ic_block = key.parallel = key.oc_loop = 0;
+            key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = 0;
+            key.flat_plane = -1;
+            if (seen.insert(hints_key_text(key)).second) out.push_back(pl);
+          }
   return out;
 }
 

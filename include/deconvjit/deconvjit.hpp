@@ -112,6 +112,10 @@ struct TuningHints {
   int rows_per_block = 0;     // gemm_x: input rows stacked in one register block
   int flat_plane = -1;        // gemm_x: -1 heuristic, 1: a block's vectors run across the whole plane
   int oc_chunk = 0, row_chunk = 0;  // gemm_x: a task's tile of channel blocks x row groups (L2 blocking)
+  // bf16 data, direct and gemm families, CPUs with avx512_bf16: -1 heuristic (on), 0 off, 1 on. On:
+  // input channels are reduced in pairs by vdpbf16ps (twice the f32 FMA rate), which treats subnormal
+  // bf16 inputs as zero and flushes subnormal partial sums; off: widening to f32, exact for every input.
+  int ic_pairs = -1;
 
   bool empty() const;  // every field left to the heuristic
 };
