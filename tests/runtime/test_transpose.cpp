@@ -1,4 +1,4 @@
-// transpose_block, the NCX <-> NXC mover: every shape from 1x1 to 17x17 (full 8x8 tiles, ragged rows,
+// transpose_block, the NCX <-> NXC mover (f32, and 16-bit elements as bits): every shape from 1x1 to 17x17 (full 8x8 tiles, ragged rows,
 // ragged columns, both), with strides wider than the block, each buffer ending right before an
 // inaccessible page so that any read or write past the block faults.
 #include <gtest/gtest.h>
@@ -12,54 +12,60 @@
 namespace deconvjit::detail {
 namespace {
 
-// `floats` usable floats that end exactly where a PROT_NONE page begins.
+// `count` usable elements that end exactly where a PROT_NONE page begins.
+template <typename T>
 class GuardedBuffer {
  public:
-  explicit GuardedBuffer(int64_t floats) {
+  explicit GuardedBuffer(int64_t count) {
     page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
     data_pages_ = (bytes + page_ - 1) / page_;
     void* p = mmap(nullptr, (data_pages_ + 1) * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
     if (p == MAP_FAILED) return;
     base_ = static_cast<uint8_t*>(p);
     mprotect(base_ + data_pages_ * page_, page_, PROT_NONE);
-    data_ = reinterpret_cast<float*>(base_ + data_pages_ * page_ - bytes);
+    data_ = reinterpret_cast<T*>(base_ + data_pages_ * page_ - bytes);
   }
   ~GuardedBuffer() {
     if (base_) munmap(base_, (data_pages_ + 1) * page_);
   }
   GuardedBuffer(const GuardedBuffer&) = delete;
   GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-  float* get() const { return data_; }
+  T* get() const { return data_; }
 
  private:
   size_t page_ = 0, data_pages_ = 0;
   uint8_t* base_ = nullptr;
-  float* data_ = nullptr;
+  T* data_ = nullptr;
 };
 
-TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) {
+// f32 (float) and the 16-bit types (their bits, uint16_t) have a mover each.
+template <typename T>
+void every_shape_up_to_17() {
   for (int64_t rows = 1; rows <= 17; ++rows)
     for (int64_t cols = 1; cols <= 17; ++cols)
       for (int64_t pad : {0, 3}) {
         const int64_t is = cols + pad, os = rows + 2 * pad;
-        GuardedBuffer in((rows - 1) * is + cols), out((cols - 1) * os + rows);
+        GuardedBuffer<T> in((rows - 1) * is + cols), out((cols - 1) * os + rows);
         ASSERT_NE(in.get(), nullptr);
         ASSERT_NE(out.get(), nullptr);
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < is && r * is + c < (rows - 1) * is + cols; ++c)
-            in.get()[r * is + c] = c < cols ? static_cast<float>(r * 100 + c) : -1.f;
-        for (int64_t i = 0; i < (cols - 1) * os + rows; ++i) out.get()[i] = -7.f;
+            in.get()[r * is + c] = c < cols ? static_cast<T>(r * 100 + c) : static_cast<T>(9999);
+        for (int64_t i = 0; i < (cols - 1) * os + rows; ++i) out.get()[i] = static_cast<T>(7777);
         transpose_block(in.get(), is, out.get(), os, rows, cols);
         for (int64_t c = 0; c < cols; ++c)
           for (int64_t i = 0; i < os && c * os + i < (cols - 1) * os + rows; ++i) {
             // Inside the block: the transposed value; in the stride gap: untouched.
-            const float want = i < rows ? static_cast<float>(i * 100 + c) : -7.f;
+            const T want = i < rows ? static_cast<T>(i * 100 + c) : static_cast<T>(7777);
             ASSERT_EQ(out.get()[c * os + i], want) << rows << "x" << cols << " pad " << pad << " at " << c << "," << i;
           }
       }
 }
+
+TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) { every_shape_up_to_17<float>(); }
+TEST(TransposeBlock, SixteenBitElementsEveryShapeUpTo17StayInsideTheirBlock) { every_shape_up_to_17<uint16_t>(); }
 
 }  // namespace
 }  // namespace deconvjit::detail
