@@ -36,7 +36,7 @@ void run_and_compare(const Descriptor& d, const Problem& p, Isa isa) {
   k.execute(ops.src, ops.weights, got);
   std::vector<double> want(got.size()), mag(got.size());
   reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
+  const verify::Comparison c = verify::compare(p, got, want.data(), mag.data(), p.dst_elements());
   if (!c.ok) {
     std::fprintf(stderr, "mismatch for %s on %s: %lld elements\n", p.canonical.c_str(), to_string(isa),
                  static_cast<long long>(c.failures));

@@ -61,7 +61,7 @@ const std::vector<std::string>& known_fields() {
   static const std::vector<std::string> f = {
       "src",      "weights",      "strides",   "dilations", "pads_begin",     "pads_end", "output_padding",
       "auto_pad", "output_shape", "dst_shape", "groups",    "data_format",    "weights_format", "dtype",
-      "name"};
+      "accumulation", "name"};
   return f;
 }
 
@@ -191,6 +191,8 @@ void parse_field(const std::string& key, const json& v, Descriptor& d) {
   else if (key == "data_format") d.data_format = parse_data_format(v);
   else if (key == "weights_format") d.weights_format = parse_weights_format(v);
   else if (key == "dtype") parse_dtype(v, d);
+  // Any type name parses, so a C++ descriptor survives to_json; resolve() judges which pairs are valid.
+  else if (key == "accumulation") d.accumulation = parse_dtype_name(v, "accumulation");
   else if (key == "name") d.name = text(v, key);
   else invalid("unknown field '" + text_excerpt(key) + "'" + did_you_mean(key, known_fields()));
 }
@@ -239,6 +241,8 @@ std::string to_json(const Descriptor& d) {
   j["data_format"] = to_string(d.data_format);
   j["weights_format"] = to_string(d.weights_format);
   j["dtype"] = dtype_json(d.dtype, d.weights_dtype);
+  // Only when not the default: descriptors written before the field existed keep their text.
+  if (d.accumulation != DType::f32) j["accumulation"] = to_string(d.accumulation);
   return j.dump();
 }
 
@@ -263,6 +267,8 @@ std::string canonical_text(const Problem& p, AutoPad auto_pad, bool has_output_s
   j["data_format"] = to_string(p.data_format);
   j["weights_format"] = to_string(p.weights_format);
   j["dtype"] = to_string(p.dtype);
+  // Omitted at the default so every canonical key (disk cache, tuning records) made before stays valid.
+  if (p.accumulation != DType::f32) j["accumulation"] = to_string(p.accumulation);
   return j.dump();
 }
 

@@ -66,10 +66,23 @@ void check_dims(const std::vector<int64_t>& shape, const char* what) {
   }
 }
 
+// Sums in f32 suit every dtype; sums in halves only halves (nothing would gain from f16 sums of f32 or
+// bf16 data, and bf16 sums would lose more than they save). Whether the CPU can add halves is compile()'s
+// question, not a property of the descriptor.
+void check_accumulation(const Descriptor& d) {
+  if (d.accumulation == DType::f32) return;
+  if (d.accumulation == DType::f16 && d.dtype == DType::f16) return;
+  if (d.accumulation == DType::f16)
+    invalid(std::string("accumulation: f16 needs dtype f16, got ") + to_string(d.dtype));
+  invalid(std::string("accumulation: ") + to_string(d.accumulation) +
+          " is not supported, expected f32 (any dtype) or f16 (dtype f16)");
+}
+
 void check_src(const Descriptor& d) {
   if (d.dtype != d.weights_dtype)
     invalid(std::string("dtype: data dtype (") + to_string(d.dtype) + ") and weights dtype (" +
             to_string(d.weights_dtype) + ") differ");
+  check_accumulation(d);
   const size_t r = d.src.size();
   if (r < 3 || r > 5)
     invalid("src has rank " + str(r) + " (" + list_text(d.src) +
@@ -250,6 +263,7 @@ void fill_from_src(const Descriptor& d, Problem& p) {
   p.spatial_rank = static_cast<int>(r - 2);
   p.data_format = d.data_format;
   p.dtype = d.dtype;
+  p.accumulation = d.accumulation;
   p.batch = d.src[0];
   const bool ncx = d.data_format == DataFormat::NCX;
   p.in.assign(d.src.begin() + (ncx ? 2 : 1), d.src.end() - (ncx ? 0 : 1));

@@ -11,9 +11,10 @@ namespace deconvjit::detail {
 
 // Rows are (n, oz, oy) in row-major order of batch x out_z x out_y (1-D and 2-D problems have unit outer
 // axes); `xs` the output x positions within them (empty: all). Writes dst and abs_sum (full-size arrays,
-// dst_elements() each) at every channel of those points and returns those elements' indices. f32 problems
-// only, like reference_with_bound.
-std::vector<int64_t> reference_rows(const Problem& p, const float* src, const float* weights,
+// dst_elements() each) at every channel of those points and returns those elements' indices. src and
+// weights hold elements of p.dtype (f32 as float, bf16/f16 as their uint16_t bits); the sums are unrounded,
+// as in reference_with_bound.
+std::vector<int64_t> reference_rows(const Problem& p, const void* src, const void* weights,
                                     const std::vector<int64_t>& rows, const std::vector<int64_t>& xs,
                                     double* dst, double* abs_sum);
 

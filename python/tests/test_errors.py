@@ -58,15 +58,24 @@ def test_desc_of_another_type_is_a_type_error():
         deconvjit.shape(42)
 
 
+def widened(a):
+    """float32 values of an f16 (float16) or bf16 (uint16 bits) array."""
+    if a.dtype == np.uint16:
+        return (a.astype(np.uint32) << 16).view(np.float32)
+    return a.astype(np.float32)
+
+
 @pytest.mark.parametrize("dtype,npt", [("f16", np.float16), ("bf16", np.uint16)])
-def test_16_bit_types_are_unsupported_for_now(dtype, npt):
+def test_16_bit_reference_rounds_the_f32_result(dtype, npt):
     desc = dict(DESC, dtype=dtype)
-    assert deconvjit.shape(desc)["dst"] == [1, 3, 11, 11]  # valid: shapes work
-    with pytest.raises(deconvjit.UnsupportedError, match=dtype):
-        deconvjit.compile(desc)
-    x, w = np.zeros(DESC["src"], npt), np.zeros(DESC["weights"], npt)
-    with pytest.raises(deconvjit.UnsupportedError, match=dtype):
-        deconvjit.reference(desc, x, w)
+    assert deconvjit.shape(desc)["dst"] == [1, 3, 11, 11]
+    # 1 and 0.5 in either type; every sum is a small multiple of 0.5, exact in both.
+    one, half = (np.float16(1), np.float16(0.5)) if npt is np.float16 else (np.uint16(0x3F80), np.uint16(0x3F00))
+    x, w = np.full(DESC["src"], one, npt), np.full(DESC["weights"], half, npt)
+    got = deconvjit.reference(desc, x, w)
+    assert got.dtype == npt and list(got.shape) == [1, 3, 11, 11]
+    want = deconvjit.reference(DESC, widened(x), widened(w))
+    np.testing.assert_array_equal(widened(got), want)
     with pytest.raises(deconvjit.InvalidArgumentError, match="x: dtype float32"):
         deconvjit.reference(desc, x.astype(np.float32), w)
 

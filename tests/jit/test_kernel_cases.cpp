@@ -3,6 +3,11 @@
 // 1D/3D, negative pads, output_padding >= stride, output_shape (zero tail and crop) under every auto_pad,
 // both data formats, every weights format, batches (incl. blocking across images), the gemm route and
 // every NCX layout path. Plus the code-size bound: K=1024, s=256 compiles in milliseconds.
+//
+// Every case runs in f32, bf16 and f16 (src, weights and dst in that type, f32 sums): the cases are small,
+// so all of them in three types stays within the suite's time budget (a few seconds per type). Forced
+// routes that exist for f32 only (col, the in_kernel layout) are left out for the 16-bit types, and
+// ColumnGemm checks that they refuse col as a hint.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deconvjit/deconvjit.hpp"
+#include "runtime/typed_data.hpp"
 #include "support/no_disk_cache.hpp"
 #include "support/deconv_tester.hpp"
 #include "support/seed_examples.hpp"
@@ -30,12 +36,24 @@ constexpr AutoPad kAutoPads[] = {AutoPad::Explicit, AutoPad::Valid, AutoPad::Sam
 
 using testing::NoDiskCache;
 
-class KernelCases : public ::testing::TestWithParam<Isa> {
+struct CaseParam {
+  Isa isa;
+  DType dtype;
+};
+
+class KernelCases : public ::testing::TestWithParam<CaseParam> {
  protected:
   void SetUp() override {
-    if (!isa_available(GetParam())) GTEST_SKIP() << "ISA " << to_string(GetParam()) << " is not available";
+    if (!isa_available(isa())) GTEST_SKIP() << "ISA " << to_string(isa()) << " is not available";
+    if (auto why = testing::unsupported_types(isa(), dtype())) GTEST_SKIP() << "compile: " << *why;
   }
-  DeconvTester T() const { return DeconvTester().isa(GetParam()); }
+  Isa isa() const { return GetParam().isa; }
+  DType dtype() const { return GetParam().dtype; }
+  DeconvTester T() const { return DeconvTester().isa(isa()).dtype(dtype()); }
+  DeconvTester D(const Descriptor& d) const { return DeconvTester(d).isa(isa()).dtype(dtype()); }
+  // Routes that exist for f32 data only: the NCX in_kernel layout (f32 scatters) on AVX-512, and col (its
+  // col2im sums in C++). Asked of 16-bit data they are refused as hints (ColumnGemm checks that).
+  bool in_kernel_layout_exists() const { return isa() == Isa::avx512_core && dtype() == DType::f32; }
 
   // The plan the library makes for this tester's problem (to check that a case reaches the route it is
   // meant to cover).
@@ -45,7 +63,18 @@ class KernelCases : public ::testing::TestWithParam<Isa> {
   NoDiskCache no_disk_cache_;
 };
 
-std::string isa_name(const ::testing::TestParamInfo<Isa>& info) { return to_string(info.param); }
+// f32 cases keep their names from before the types were added ("avx2"); the others say their type.
+std::string case_name(const ::testing::TestParamInfo<CaseParam>& info) {
+  const std::string isa = to_string(info.param.isa);
+  return info.param.dtype == DType::f32 ? isa : isa + "_" + to_string(info.param.dtype);
+}
+
+std::vector<CaseParam> all_cases() {
+  std::vector<CaseParam> v;
+  for (DType t : {DType::f32, DType::bf16, DType::f16})
+    for (Isa isa : {Isa::avx512_core, Isa::avx2}) v.push_back({isa, t});
+  return v;
+}
 
 // ---- the seeds' worked examples -------------------------------------------------------------------------
 
@@ -53,7 +82,7 @@ TEST_P(KernelCases, SeedExamples) {
   for (const testing::SeedExample& e : testing::seed_examples()) {
     SCOPED_TRACE(to_json(e.desc));
     EXPECT_EQ(resolve(e.desc).dst_shape, e.dst);
-    DeconvTester(e.desc).isa(GetParam()).Test();
+    D(e.desc).Test();
   }
 }
 
@@ -116,7 +145,7 @@ TEST_P(KernelCases, DepthwiseWalksChannelBlocksInOneCall) {
     DeconvTester t = T().groups(c).channels(c, c).input({5, 7}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1})
                          .layout(DataFormat::NXC);
     t.Test();
-    const int64_t vectors = c / (GetParam() == Isa::avx512_core ? 16 : 8);
+    const int64_t vectors = c / (isa() == Isa::avx512_core ? 16 : 8);
     EXPECT_EQ(plan_of(t).at("oc_loop").get<int64_t>() * plan_of(t).at("oc_vectors").get<int64_t>(), vectors);
     TuningHints scratch;
     scratch.layout = "scratch";
@@ -129,7 +158,7 @@ TEST_P(KernelCases, DepthwiseWalksChannelBlocksInOneCall) {
 // must fall back), kernels shorter and much longer than the stride, negative and large pads, rows of many
 // vectors (the unmasked loop), channel counts that leave a remainder block, batches, 1D and 3D.
 TEST_P(KernelCases, DepthwiseAlongX) {
-  const int64_t lanes = GetParam() == Isa::avx512_core ? 16 : 8;
+  const int64_t lanes = isa() == Isa::avx512_core ? 16 : 8;
   auto dw = [&](int64_t c) { return T().groups(c).channels(c, c).layout(DataFormat::NCX); };
   for (int64_t s : {1, 2, 3, 4, 8, 16}) {
     SCOPED_TRACE("stride " + std::to_string(s));
@@ -177,7 +206,7 @@ TEST_P(KernelCases, DepthwiseAlongX) {
 // ragged rows (masked loads, stores of half vectors), channel tails, 1D and 3D, tiles of row groups (an
 // image's source larger than L2), and a forced hint with an unroll remainder.
 TEST_P(KernelCases, GemmAlongX) {
-  const bool z = GetParam() == Isa::avx512_core;
+  const bool z = isa() == Isa::avx512_core;
   auto k2 = [&](int64_t ci, int64_t co) {
     return T().channels(ci, co).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NCX);
   };
@@ -237,29 +266,33 @@ TEST_P(KernelCases, GemmAlongX) {
 // A kernel shorter than the stride leaves outputs with no term at all: they must be exactly zero even
 // next to an infinite input (the zero-weight lanes must not see it: 0 * inf is NaN).
 TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {
-  const Descriptor d = descriptor_from_json(
+  Descriptor d = descriptor_from_json(
       R"({"src":[1,16,1,20],"weights":[16,1,1,3],"groups":16,"strides":[1,4],"data_format":"NCX"})");
+  d.dtype = d.weights_dtype = dtype();
   Options o;
-  o.max_isa = GetParam();
+  o.max_isa = isa();
   o.use_cache = false;
   const Kernel k = compile(d, o);
   ASSERT_EQ(nlohmann::json::parse(k.plan_text()).at("algorithm"), "depthwise_x");
   const Problem p = resolve(d);
-  std::vector<float> src(p.src_elements(), 1.f), wei(p.weights_elements(), 0.5f), dst(p.dst_elements(), -1.f);
-  src[3 * 20 + 7] = std::numeric_limits<float>::infinity();
-  k.execute(src, k.pack_weights(wei), dst);
+  verify::TypedData src(dtype(), p.src_elements()), wei(dtype(), p.weights_elements()), dst(dtype(), p.dst_elements());
+  for (int64_t i = 0; i < src.count; ++i) src.set(i, 1);
+  for (int64_t i = 0; i < wei.count; ++i) wei.set(i, 0.5);
+  for (int64_t i = 0; i < dst.count; ++i) dst.set(i, -1);
+  src.set(3 * 20 + 7, std::numeric_limits<double>::infinity());
+  k.execute(src.view(), k.pack_weights(wei.view()), dst.view());
   const int64_t ow = p.out.back();  // (20 - 1) * 4 + 3 = 79
   for (int64_t c = 0; c < 16; ++c)
     for (int64_t x = 0; x < ow; ++x) {
-      const float want = x % 4 == 3 ? 0.f : (c == 3 && x / 4 == 7 ? std::numeric_limits<float>::infinity() : 0.5f);
-      ASSERT_EQ(dst[c * ow + x], want) << "channel " << c << ", x " << x;
+      const double want = x % 4 == 3 ? 0 : (c == 3 && x / 4 == 7 ? std::numeric_limits<double>::infinity() : 0.5);
+      ASSERT_EQ(dst.at(c * ow + x), want) << "channel " << c << ", x " << x;
     }
 }
 
 // gemm_x with many kernel positions per vector: the block shrinks to fit 24 accumulators, and beyond 24
 // positions the row buffer takes over.
 TEST_P(KernelCases, GemmAlongXFitsItsAccumulators) {
-  const bool z = GetParam() == Isa::avx512_core;
+  const bool z = isa() == Isa::avx512_core;
   DeconvTester two_d = T().channels(4, 4).input({8, 16}).kernel({5, 2}).stride({5, 2}).layout(DataFormat::NCX);
   two_d.Test();
   DeconvTester three_d = T().rank(3).channels(4, 4).input({4, 4, 16}).kernel({3, 2, 2}).stride({3, 2, 2})
@@ -280,6 +313,17 @@ TEST_P(KernelCases, GemmAlongXFitsItsAccumulators) {
 TEST_P(KernelCases, ColumnGemm) {
   TuningHints col;
   col.algorithm = "col";
+  if (dtype() != DType::f32) {  // f32 only: asked for, it is refused as a hint, never silently replaced
+    Options o = T().options();
+    o.hints = col;
+    try {
+      compile(T().channels(5, 7).input({3, 4}).kernel({4, 4}).stride({2, 2}).descriptor(), o);
+      ADD_FAILURE() << "col was accepted for " << to_string(dtype()) << " data";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+    }
+    return;
+  }
   for (DataFormat f : kFormats)
     for (WeightsFormat w : {WeightsFormat::OIX, WeightsFormat::XIO}) {
       T().channels(5, 7).input({3, 4}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(f)
@@ -293,7 +337,7 @@ TEST_P(KernelCases, ColumnGemm) {
   big.Test();  // 16.8 MB of weights for 6 pixels
   EXPECT_EQ(plan_of(big).at("algorithm"), "col");
   Options o;
-  o.max_isa = GetParam();
+  o.max_isa = isa();
   o.use_cache = false;
   o.hints = col;
   const Kernel k = compile(big.descriptor(), o);
@@ -407,7 +451,7 @@ TEST_P(KernelCases, BlockingAcrossImages) {
           .Test();
     }
   for (const char* layout : {"row_buffer", "in_kernel", "scratch"}) {
-    if (std::string(layout) == "in_kernel" && GetParam() != Isa::avx512_core) continue;
+    if (std::string(layout) == "in_kernel" && !in_kernel_layout_exists()) continue;
     TuningHints h;
     h.layout = layout;
     T().batch(6).channels(8, 20).input({3, 4}).kernel({3, 3}).stride({2, 1}).hints(h).Test();
@@ -439,7 +483,7 @@ TEST_P(KernelCases, KernelEqualsStrideGemmRoute) {
 TEST_P(KernelCases, EveryNcxLayoutPath) {
   const char* layouts[] = {"", "row_buffer", "in_kernel", "scratch"};
   for (const char* layout : layouts) {
-    if (std::string(layout) == "in_kernel" && GetParam() != Isa::avx512_core) continue;
+    if (std::string(layout) == "in_kernel" && !in_kernel_layout_exists()) continue;
     SCOPED_TRACE(std::string("layout '") + layout + "'");
     TuningHints h;
     h.layout = layout;
@@ -472,7 +516,7 @@ TEST_P(KernelCases, HugeKernelAndStrideCompilesInMilliseconds) {
 // Large strides and kernels on every axis: code size stays bounded regardless.
 TEST_P(KernelCases, CodeSizeDoesNotGrowWithKernelOrStride) {
   Options o;
-  o.max_isa = GetParam();
+  o.max_isa = isa();
   o.use_cache = false;
   o.use_disk_cache = false;
   Descriptor small, large;
@@ -482,12 +526,13 @@ TEST_P(KernelCases, CodeSizeDoesNotGrowWithKernelOrStride) {
   large.src = {1, 8, 6, 6};
   large.weights = {8, 16, 64, 64};
   large.strides = {32, 32};
+  small.dtype = small.weights_dtype = large.dtype = large.weights_dtype = dtype();
   const Kernel ks = compile(small, o), kl = compile(large, o);
   EXPECT_LT(kl.code_size(), 4 * ks.code_size() + 4096) << ks.name() << " vs " << kl.name();
   EXPECT_LT(kl.compile_ms(), 100.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, KernelCases, ::testing::Values(Isa::avx512_core, Isa::avx2), isa_name);
+INSTANTIATE_TEST_SUITE_P(Isa, KernelCases, ::testing::ValuesIn(all_cases()), case_name);
 
 }  // namespace
 }  // namespace deconvjit

@@ -8,10 +8,16 @@
 //
 // A second family of shards draws random TuningHints for each descriptor: a hint the plan cannot honour
 // must be rejected with Error(InvalidArgument), and every accepted one must still be exact.
+//
+// bf16 and f16 (src, weights, dst in that type, f32 sums) run the small and larger families too, with a
+// third of the f32 count each: their kernels share the f32 planner and emitters and differ only in loads,
+// stores and packing, so a third keeps the suite fast and still draws every kind of problem hundreds of
+// times. f16 sums (avx512_fp16 only) run a smaller family whose sums are short enough for the bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -22,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deconvjit/deconvjit.hpp"
+#include "runtime/tolerance.hpp"
 #include "support/no_disk_cache.hpp"
 #include "support/deconv_tester.hpp"
 
@@ -38,6 +45,10 @@ constexpr int kLargePerShard = 400;     // 800 larger ones per ISA: several regi
 constexpr int kHintShards = 2;
 constexpr int kHintsPerShard = 200;     // 400 hinted descriptors per ISA
 constexpr int kStopAfterFailures = 10;  // one bug should not bury the log
+constexpr int kHalfPerShard = kPerShard / 3;           // bf16, f16: 8 x 100 per ISA and type
+constexpr int kHalfLargePerShard = kLargePerShard / 3;  // 2 x 133
+constexpr int kHalfSumShards = 2;
+constexpr int kHalfSumsPerShard = 100;
 
 // Failed assertions so far in the running test (HasFailure() stays true after the first one).
 int failed_parts() {
@@ -120,6 +131,104 @@ TEST_P(LargerRandomDescriptors, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shards, LargerRandomDescriptors, ::testing::ValuesIn(shards(kLargeShards)),
                          shard_name);
+
+// ---- 16-bit types ----------------------------------------------------------------------------------------
+
+struct TypedShard {
+  Isa isa;
+  DType dtype, accumulation;
+  int shard;
+};
+
+void PrintTo(const TypedShard& p, std::ostream* os) {
+  *os << to_string(p.isa) << " " << to_string(p.dtype) << " (" << to_string(p.accumulation) << " sums) shard "
+      << p.shard;
+}
+
+std::string typed_shard_name(const ::testing::TestParamInfo<TypedShard>& info) {
+  const TypedShard& p = info.param;
+  return std::string(to_string(p.isa)) + "_" + to_string(p.dtype) +
+         (p.accumulation == DType::f32 ? "" : std::string("_") + to_string(p.accumulation) + "sums") + "_shard" +
+         std::to_string(p.shard);
+}
+
+std::vector<TypedShard> typed_shards(int n) {
+  std::vector<TypedShard> v;
+  for (DType t : {DType::bf16, DType::f16})
+    for (Isa isa : {Isa::avx512_core, Isa::avx2})
+      for (int s = 0; s < n; ++s) v.push_back({isa, t, DType::f32, s});
+  return v;
+}
+
+// Draws its own descriptors (other seeds than the f32 shards'), so the types together cover more shapes.
+uint32_t typed_seed(const TypedShard& p, uint32_t family) {
+  const uint32_t type = p.dtype == DType::bf16 ? 11u : p.accumulation == DType::f16 ? 17u : 13u;
+  return shard_seed({p.isa, p.shard}, family) * type + 1u;
+}
+
+class TypedRandomDescriptors : public ::testing::TestWithParam<TypedShard> {
+ protected:
+  void SetUp() override {
+    const TypedShard& p = GetParam();
+    if (!isa_available(p.isa)) GTEST_SKIP() << "ISA " << to_string(p.isa) << " is not available on this CPU";
+    if (p.accumulation == DType::f16 && !testing::cpu_has_avx512_fp16())
+      GTEST_SKIP() << "f16 accumulation needs avx512_fp16, which this CPU lacks";
+    if (auto why = testing::unsupported_types(p.isa, p.dtype, p.accumulation)) GTEST_SKIP() << "compile: " << *why;
+  }
+  // Tests `count` descriptors drawn within `limits`, skipping those `skip` rejects.
+  void run(uint32_t family, int count, const testing::RandomLimits& limits,
+           const std::function<bool(const Problem&)>& skip = {}) {
+    const TypedShard& param = GetParam();
+    std::mt19937 rng(typed_seed(param, family));
+    int failures = 0;
+    for (int i = 0; i < count && failures < kStopAfterFailures; ++i) {
+      const Descriptor d = random_descriptor(rng, limits);
+      if (skip && skip(resolve(d))) continue;
+      SCOPED_TRACE(std::string(to_string(param.dtype)) + " shard " + std::to_string(param.shard) + " descriptor #" +
+                   std::to_string(i) + ": " + to_json(d));
+      const int before = failed_parts();
+      DeconvTester(d).isa(param.isa).dtype(param.dtype).accumulation(param.accumulation)
+          .seed(static_cast<uint64_t>(i) + family).use_cache(false).Test();
+      if (failed_parts() > before) ++failures;
+    }
+  }
+  NoDiskCache no_disk_cache_;
+};
+
+TEST_P(TypedRandomDescriptors, MatchReference) { run(1, kHalfPerShard, {}); }
+
+INSTANTIATE_TEST_SUITE_P(Shards, TypedRandomDescriptors, ::testing::ValuesIn(typed_shards(kShards)),
+                         typed_shard_name);
+
+class TypedLargerRandomDescriptors : public TypedRandomDescriptors {};
+
+TEST_P(TypedLargerRandomDescriptors, MatchReference) {
+  testing::RandomLimits limits;
+  limits.max_macs = 100000;
+  limits.max_dst_elements = 40000;
+  run(3, kHalfLargePerShard, limits);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, TypedLargerRandomDescriptors, ::testing::ValuesIn(typed_shards(kLargeShards)),
+                         typed_shard_name);
+
+// f16 data with f16 sums (AVX-512 with avx512_fp16 only). The bound gamma(n) needs n * 2^-11 < 1 to say
+// anything (runtime/tolerance.hpp); sums of more than 512 terms (n*u > 1/4) are left out so that every
+// problem tested is held to a bound well below its magnitudes.
+class HalfSumRandomDescriptors : public TypedRandomDescriptors {};
+
+TEST_P(HalfSumRandomDescriptors, MatchReference) {
+  run(5, kHalfSumsPerShard, {}, [](const Problem& p) { return verify::dot_length(p) > 512; });
+}
+
+std::vector<TypedShard> half_sum_shards() {
+  std::vector<TypedShard> v;
+  for (int s = 0; s < kHalfSumShards; ++s) v.push_back({Isa::avx512_core, DType::f16, DType::f16, s});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shards, HalfSumRandomDescriptors, ::testing::ValuesIn(half_sum_shards()),
+                         typed_shard_name);
 
 // The property the shards check holds only for the family they draw from: every descriptor of it must be
 // valid, and the family must contain every kind the library accepts. This pins the generator down, so

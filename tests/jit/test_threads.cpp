@@ -115,7 +115,7 @@ std::vector<float> run_in_arena(const Prepared& r, int threads, const float* src
 void expect_matches_reference(const Prepared& r, const std::vector<float>& got) {
   std::vector<double> want(got.size()), mag(got.size());
   reference_with_bound(r.p, r.ops.src, r.ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(r.p, got.data(), want.data(), mag.data(), r.p.dst_elements());
+  const verify::Comparison c = verify::compare(r.p, got, want.data(), mag.data(), r.p.dst_elements());
   EXPECT_TRUE(c.ok) << c.failures << " elements outside tolerance, " << r.k.name();
 }
 

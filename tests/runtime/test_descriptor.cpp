@@ -100,6 +100,16 @@ TEST(DescriptorJson, DtypePairSetsTheWeightsDtype) {
   EXPECT_NO_THROW(resolve(descriptor_from_json(with(R"("dtype": ["f16", "f16"])"))));
 }
 
+TEST(DescriptorJson, AccumulationParsesAndDefaultsToF32) {
+  EXPECT_EQ(descriptor_from_json(with("")).accumulation, DType::f32);
+  const Descriptor d = descriptor_from_json(with(R"("dtype": "f16", "accumulation": "F16")"));
+  EXPECT_EQ(d.accumulation, DType::f16);
+  EXPECT_EQ(resolve(d).accumulation, DType::f16);
+  EXPECT_EQ(descriptor_from_json(with(R"("dtype": "bf16", "accumulation": "f32")")).accumulation, DType::f32);
+  // Parses like dtype, so a C++ descriptor survives to_json; resolve() refuses the pairing.
+  EXPECT_EQ(descriptor_from_json(with(R"("accumulation": "bf16")")).accumulation, DType::bf16);
+}
+
 TEST(DescriptorJson, DstShapeIsAnAliasOfOutputShape) {
   EXPECT_EQ(descriptor_from_json(with(R"("dst_shape": [1,3,7,7])")).output_shape, (V{1, 3, 7, 7}));
   expect_parse_error(with(R"("dst_shape": [7,7], "output_shape": [7,7])"), {"output_shape", "dst_shape"});
@@ -150,6 +160,12 @@ TEST(DescriptorJsonErrors, UnknownEnumValues) {
   expect_parse_error(with(R"("weights_format": "IOX")"), {"weights_format: unknown value 'IOX'"});
   expect_parse_error(with(R"("dtype": "f64")"), {"dtype: unknown value 'f64'"});
   expect_parse_error(with(R"("dtype": ["f32", "i8"])"), {"dtype[1]: unknown value 'i8'"});
+}
+
+TEST(DescriptorJsonErrors, AccumulationValuesAndTypes) {
+  expect_parse_error(with(R"("accumulation": "f64")"), {"accumulation: unknown value 'f64'"});
+  expect_parse_error(with(R"("accumulation": 16)"), {"accumulation must be a string", "16"});
+  expect_parse_error(with(R"("accumulate": "f16")"), {"unknown field 'accumulate'", "did you mean 'accumulation'"});
 }
 
 TEST(DescriptorJsonErrors, MalformedOrMisshapenDocuments) {
@@ -230,12 +246,34 @@ TEST(CanonicalJson, DifferentProblemsDiffer) {
       R"({"src": [1,5,5,4], "weights": [4,3,3,3], "data_format": "NXC"})",
       R"({"src": [1,4,5,5], "weights": [3,3,3,4], "weights_format": "XIO"})",
       with(R"("dtype": "bf16")"),
+      with(R"("dtype": "f16")"),
+      with(R"("dtype": "f16", "accumulation": "f16")"),
   };
   std::vector<std::string> seen;
   for (const std::string& v : variants) {
     const std::string c = canon(v);
     for (const std::string& s : seen) EXPECT_NE(c, s) << v;
     seen.push_back(c);
+  }
+}
+
+// Existing keys (disk cache entries, tuning records) must not change: the default is not written.
+TEST(CanonicalJson, AccumulationAppearsOnlyWhenNotTheDefault) {
+  EXPECT_EQ(canon(with("")), canon(with(R"("accumulation": "f32")")));
+  EXPECT_EQ(canon(with("")).find("accumulation"), std::string::npos);
+  EXPECT_EQ(canon(with(R"("dtype": "f16", "accumulation": "f32")")).find("accumulation"), std::string::npos);
+  const std::string half = canon(with(R"("dtype": "f16", "accumulation": "f16")"));
+  EXPECT_NE(half.find(R"("dtype":"f16","accumulation":"f16"})"), std::string::npos) << half;
+}
+
+TEST(CanonicalJson, RejectsInvalidAccumulation) {
+  try {
+    canon(with(R"("dtype": "bf16", "accumulation": "f16")"));
+    ADD_FAILURE() << "canonical_json accepted f16 accumulation of bf16 data";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidDescriptor);
+    EXPECT_NE(std::string(e.what()).find("accumulation: f16 needs dtype f16, got bf16"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -262,6 +300,18 @@ TEST(ToJson, FillsDefaultsAndCarriesTheName) {
   EXPECT_EQ(descriptor_from_json(to_json(d)).name, "layer 7");
 }
 
+TEST(ToJson, WritesAccumulationOnlyWhenNotTheDefault) {
+  Descriptor d;
+  d.src = {1, 4, 5}, d.weights = {4, 3, 3};
+  EXPECT_EQ(to_json(d).find("accumulation"), std::string::npos);
+  d.dtype = d.weights_dtype = DType::f16, d.accumulation = DType::f16;
+  const std::string j = to_json(d);
+  EXPECT_NE(j.find(R"("dtype":"f16","accumulation":"f16"})"), std::string::npos) << j;
+  EXPECT_EQ(descriptor_from_json(j).accumulation, DType::f16);
+  d.dtype = d.weights_dtype = DType::f32;  // invalid, and kept so through the trip
+  EXPECT_THROW(resolve(descriptor_from_json(to_json(d))), Error);
+}
+
 TEST(ToJson, DoesNotValidateAndKeepsInvalidity) {
   Descriptor d;
   d.src = {1, 2}, d.weights = {2};
@@ -284,6 +334,7 @@ TEST(ToJson, RoundTripsGiveTheSameCanonicalString) {
           "dst_shape":[1,7,9,11,16]})",
       R"({"src":[1,8,5],"weights":[4,2,3,3],"auto_pad":"valid","pads_begin":[2]})",
       R"({"src":[1,8,5],"weights":[4,2,3,3],"dtype":"bf16"})",
+      R"({"src":[1,8,5],"weights":[4,2,3,3],"dtype":"f16","accumulation":"f16"})",
   };
   for (const std::string& doc : docs) {
     const Descriptor d = descriptor_from_json(doc);

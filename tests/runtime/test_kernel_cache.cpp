@@ -49,7 +49,7 @@ Options opts(Isa isa = Isa::best) {
   k.execute(ops.src, ops.weights, got);
   std::vector<double> want(got.size()), mag(got.size());
   reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
+  const verify::Comparison c = verify::compare(p, got, want.data(), mag.data(), p.dst_elements());
   if (c.ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << c.failures << " elements wrong, kernel " << k.name();
 }

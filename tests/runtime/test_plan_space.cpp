@@ -46,7 +46,7 @@ void expect_exact(const Kernel& k, const Problem& p, const std::string& what) {
   k.execute(ops.src, ops.weights, got);
   std::vector<double> want(got.size()), mag(got.size());
   reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
+  const verify::Comparison c = verify::compare(p, got, want.data(), mag.data(), p.dst_elements());
   EXPECT_TRUE(c.ok) << what << ": " << c.failures << " elements outside tolerance";
 }
 

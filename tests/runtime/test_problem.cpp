@@ -406,6 +406,34 @@ TEST(ResolveErrors, DataAndWeightsDtypesDiffer) {
   expect_invalid(d, {"dtype", "f32", "bf16", "differ"});
 }
 
+TEST(Resolve, AccumulationIsCopiedIntoTheProblem) {
+  Descriptor d = make({1, 2, 3}, {2, 2, 2});
+  EXPECT_EQ(resolve(d).accumulation, DType::f32);
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {  // f32 sums suit every type
+    d.dtype = d.weights_dtype = t;
+    EXPECT_EQ(resolve(d).accumulation, DType::f32) << to_string(t);
+  }
+  d.accumulation = DType::f16;  // dtype is f16 here
+  EXPECT_EQ(resolve(d).accumulation, DType::f16);
+}
+
+TEST(ResolveErrors, AccumulationF16NeedsF16Data) {
+  Descriptor d = make({1, 2, 3}, {2, 2, 2});
+  d.accumulation = DType::f16;
+  expect_invalid(d, {"accumulation: f16 needs dtype f16, got f32"});
+  d.dtype = d.weights_dtype = DType::bf16;
+  expect_invalid(d, {"accumulation: f16 needs dtype f16, got bf16"});
+}
+
+TEST(ResolveErrors, AccumulationBf16IsRefused) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    Descriptor d = make({1, 2, 3}, {2, 2, 2});
+    d.dtype = d.weights_dtype = t;
+    d.accumulation = DType::bf16;
+    expect_invalid(d, {"accumulation: bf16 is not supported", "f32", "f16"});
+  }
+}
+
 TEST(ResolveErrors, NonPositiveOutputSize) {
   Descriptor d = axis1d(2, 1, 1);
   d.pads_begin = {3}, d.pads_end = {2};

@@ -9,7 +9,11 @@
 #include <limits>
 #include <sstream>
 
+#include <xbyak/xbyak_util.h>
+
+#include "runtime/half.hpp"
 #include "runtime/tolerance.hpp"
+#include "runtime/typed_data.hpp"
 #include "support/guarded_buffer.hpp"
 
 namespace deconvjit::testing {
@@ -44,7 +48,13 @@ std::vector<int64_t> DeconvTester::spatial_or(const std::vector<int64_t>& v, int
 }
 
 Descriptor DeconvTester::descriptor() const {
-  if (fixed_) return *fixed_;
+  Descriptor d = fixed_ ? *fixed_ : shaped();
+  if (dtype_) d.dtype = d.weights_dtype = *dtype_;
+  if (accumulation_) d.accumulation = *accumulation_;
+  return d;
+}
+
+Descriptor DeconvTester::shaped() const {
   Descriptor d;
   d.src = src_shape(layout_, batch_, c_in_, spatial_or(input_, 5));
   d.weights = weights_shape(weights_format_, groups_, c_in_, c_out_, spatial_or(kernel_, 3));
@@ -71,7 +81,7 @@ Options DeconvTester::options() const {
 
 namespace {
 
-constexpr int64_t kGuard = 16;  // sentinel floats before dst, to catch stray writes
+constexpr int64_t kGuard = 16;  // sentinel elements (NaN) before dst, to catch stray writes
 
 std::string coordinates(const Problem& p, int64_t index) {
   std::vector<int64_t> c(p.dst_shape.size());
@@ -89,7 +99,8 @@ std::string report(const Problem& p, const Kernel& k, const verify::Comparison& 
   std::ostringstream os;
   os.precision(9);
   os << c.failures << " of " << p.dst_elements() << " elements outside tolerance; kernel " << k.name()
-     << " (" << to_string(k.isa()) << ")\n  problem " << p.canonical << "\n";
+     << " (" << to_string(k.isa()) << ", " << to_string(p.dtype) << " data, " << to_string(p.accumulation)
+     << " sums)\n  problem " << p.canonical << "\n";
   for (const auto& m : c.first) {
     os << "  dst" << coordinates(p, m.index) << " (index " << m.index << "): jit " << m.got << ", reference "
        << m.want << ", |diff| " << std::fabs(m.got - m.want) << " > tol " << m.tol << "\n";
@@ -105,37 +116,89 @@ void run_with_threads(int threads, const std::function<void()>& body) {
 
 }  // namespace
 
+bool cpu_has_avx512_fp16() {
+  static const Xbyak::util::Cpu cpu;
+  return cpu.has(Xbyak::util::Cpu::tAVX512_FP16);
+}
+
+std::optional<std::string> unsupported_types(Isa isa, DType t, DType acc) {
+  Descriptor d;
+  d.src = {1, 4, 3, 3};
+  d.weights = {4, 4, 3, 3};
+  d.dtype = d.weights_dtype = t;
+  d.accumulation = acc;
+  Options o;
+  o.max_isa = isa;
+  o.use_disk_cache = false;
+  try {
+    compile(d, o);
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Unsupported && (t != DType::f32 || acc != DType::f32)) return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// A guarded copy of typed data (see guarded_buffer.hpp).
+struct GuardedTyped {
+  DType dtype;
+  int64_t count;
+  GuardedBytes bytes;
+  GuardedTyped(const verify::TypedData& d)  // NOLINT: a copy
+      : dtype(d.dtype), count(d.count), bytes(d.bytes.size(), d.bytes) {}
+  ConstBuffer view() const { return {bytes.data(), dtype, static_cast<size_t>(count)}; }
+};
+
+// compile() before the 16-bit kernels exist refuses other types as Unsupported: such tests skip (below).
+bool unsupported_type(const Error& e, const Problem& p) {
+  return e.kind() == Error::Kind::Unsupported && (p.dtype != DType::f32 || p.accumulation != DType::f32);
+}
+
+}  // namespace
+
 void DeconvTester::Test() const {
   if (!isa_available(isa_)) GTEST_SKIP() << "ISA " << to_string(isa_) << " is not available on this CPU";
   const Descriptor d = descriptor();
+  if (d.accumulation == DType::f16 && !cpu_has_avx512_fp16())
+    GTEST_SKIP() << "f16 accumulation needs avx512_fp16, which this CPU lacks";
   Problem p;
   try {
     p = resolve(d);
   } catch (const std::exception& e) {
     FAIL() << "resolve rejected the test descriptor " << to_json(d) << ": " << e.what();
   }
-  const verify::Operands ops = verify::random_operands(p, seed_);
-  // Every operand ends at an inaccessible page: reading or writing past any of them faults. Before dst,
-  // NaN sentinels catch stray writes (its first element cannot also start at a page).
-  const GuardedBuffer src(ops.src.size(), ops.src), weights(ops.weights.size(), ops.weights);
-  GuardedBuffer got(static_cast<size_t>(p.dst_elements() + kGuard));
-  std::fill(got.data(), got.data() + got.size(), std::numeric_limits<float>::quiet_NaN());
-  float* dst = got.data() + kGuard;
   Kernel k;
   try {
     k = compile(d, options());
-    const PackedWeights packed = k.pack_weights(ConstBuffer(weights.data(), weights.size()));
-    run_with_threads(threads_, [&] {
-      k.execute(ConstBuffer(src.data(), src.size()), packed, Buffer(dst, static_cast<size_t>(p.dst_elements())));
-    });
+  } catch (const Error& e) {
+    if (unsupported_type(e, p)) GTEST_SKIP() << "compile: " << e.what();
+    FAIL() << "compile threw for " << p.canonical << ": " << e.what();
   } catch (const std::exception& e) {
-    FAIL() << "compile/execute threw for " << p.canonical << ": " << e.what();
+    FAIL() << "compile threw for " << p.canonical << ": " << e.what();
+  }
+  verify::TypedOperands ops = verify::typed_operands(p, seed_);
+  if (edit_) edit_(ops);
+  // Every operand ends at an inaccessible page: reading or writing past any of them faults. Before dst,
+  // NaN sentinels catch stray writes (its first element cannot also start at a page).
+  const GuardedTyped src(ops.src), weights(ops.weights);
+  verify::TypedData sentinel(p.dtype, p.dst_elements() + kGuard);
+  for (int64_t e = 0; e < sentinel.count; ++e) sentinel.set(e, std::numeric_limits<double>::quiet_NaN());
+  GuardedTyped got(sentinel);
+  const size_t elem = dtype_size(p.dtype);
+  const Buffer dst(got.bytes.data() + kGuard * elem, p.dtype, static_cast<size_t>(p.dst_elements()));
+  try {
+    const PackedWeights packed = k.pack_weights(weights.view());
+    run_with_threads(threads_, [&] { k.execute(src.view(), packed, dst); });
+  } catch (const std::exception& e) {
+    FAIL() << "pack/execute threw for " << p.canonical << ": " << e.what();
   }
   for (int64_t g = 0; g < kGuard; ++g) {
-    ASSERT_TRUE(std::isnan(got.data()[g])) << "execute wrote before dst (guard " << g << ") for " << p.canonical;
+    ASSERT_TRUE(std::isnan(detail::load_element(got.bytes.data(), p.dtype, g)))
+        << "execute wrote before dst (guard " << g << ") for " << p.canonical;
   }
   std::vector<double> want(static_cast<size_t>(p.dst_elements())), mag(want.size());
-  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
+  reference_with_bound(p, ops.src.view(), ops.weights.view(), want.data(), mag.data());
   const verify::Comparison c = verify::compare(p, dst, want.data(), mag.data(), p.dst_elements());
   EXPECT_TRUE(c.ok) << report(p, k, c);
 }

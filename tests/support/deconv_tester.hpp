@@ -3,16 +3,19 @@
 //   DeconvTester().rank(2).channels(8, 12).input({5, 7}).kernel({3, 3}).stride({2, 2})
 //       .layout(DataFormat::NXC).isa(Isa::avx2).Test();
 //
-// Test() runs the JIT (compile + pack_weights + execute) on seeded random data and checks every output
-// element against reference_with_bound within the float dot-product bound of runtime/tolerance.hpp.
+// Test() runs the JIT (compile + pack_weights + execute) on seeded random data of the chosen dtype and
+// checks every output element against reference_with_bound by the rule of runtime/tolerance.hpp.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "deconvjit/deconvjit.hpp"
+#include "runtime/typed_data.hpp"
 
 namespace deconvjit::testing {
 
@@ -45,15 +48,23 @@ class DeconvTester {
   DeconvTester& seed(uint64_t s) { seed_ = s; return *this; }
   DeconvTester& hints(TuningHints h) { hints_ = std::move(h); return *this; }
   DeconvTester& use_cache(bool on) { use_cache_ = on; return *this; }
+  // Element type of src, weights and dst, and the type sums are kept in. Unset: f32, or what a fixed
+  // descriptor says; set: they override a fixed descriptor too.
+  DeconvTester& dtype(DType t) { dtype_ = t; return *this; }
+  DeconvTester& accumulation(DType t) { accumulation_ = t; return *this; }
+  // Changes the seeded operands before the run (to plant edge values: subnormals, infinities, NaN).
+  DeconvTester& edit(std::function<void(verify::TypedOperands&)> f) { edit_ = std::move(f); return *this; }
 
   // The descriptor these settings describe (shapes in the chosen layouts).
   Descriptor descriptor() const;
   Options options() const;
 
-  // GoogleTest assertions; GTEST_SKIP when the requested ISA is missing on this CPU.
+  // GoogleTest assertions; GTEST_SKIP when the requested ISA is missing on this CPU, when f16 sums are
+  // asked of a CPU without avx512_fp16, or when compile() refuses a 16-bit dtype as Unsupported.
   void Test() const;
 
  private:
+  Descriptor shaped() const;  // from the shape setters
   std::vector<int64_t> spatial_or(const std::vector<int64_t>& v, int64_t fill) const;
 
   std::optional<Descriptor> fixed_;
@@ -69,7 +80,16 @@ class DeconvTester {
   uint64_t seed_ = 1;
   TuningHints hints_;
   bool use_cache_ = true;
+  std::optional<DType> dtype_, accumulation_;
+  std::function<void(verify::TypedOperands&)> edit_;
 };
+
+bool cpu_has_avx512_fp16();  // arithmetic in halves (vfmadd*ph), which f16 accumulation needs
+
+// Why compile() refuses data of type t (with sums in acc) on `isa` as Unsupported, judged on a tiny
+// problem; nullopt when it builds such kernels. Suites of the 16-bit types skip with the reason until
+// their kernels exist (f32 is never excused).
+std::optional<std::string> unsupported_types(Isa isa, DType t, DType acc = DType::f32);
 
 // Shapes of a descriptor's operands for the given layouts; shared by the builder and the generator.
 std::vector<int64_t> src_shape(DataFormat f, int64_t batch, int64_t c_in, const std::vector<int64_t>& in);

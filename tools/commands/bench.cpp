@@ -98,7 +98,7 @@ std::string verify_kernel(const std::string& row, const Problem& p, const Kernel
   kernel.execute(b.src_view(), packed, b.dst_view());
   std::vector<double> want(static_cast<size_t>(n)), mag(static_cast<size_t>(n));
   reference_with_bound(p, b.src_view(), b.weights_view(), want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, b.dst.get(), want.data(), mag.data(), n);
+  const verify::Comparison c = verify::compare(p, b.dst_view(), want.data(), mag.data(), n);
   if (c.ok) return "ok";
   std::cerr << "warning: " << row << " (" << kernel.name() << "): " << c.failures << " of " << n
             << " elements outside tolerance (first at dst index " << c.first.front().index << ")\n";

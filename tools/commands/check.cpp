@@ -42,7 +42,7 @@ int check(const CheckArgs& a) {
 
   std::vector<double> want(got.size()), mag(got.size());
   reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, got.data(), want.data(), mag.data(), p.dst_elements());
+  const verify::Comparison c = verify::compare(p, got, want.data(), mag.data(), p.dst_elements());
 
   nlohmann::ordered_json out;
   out["ok"] = c.ok;
