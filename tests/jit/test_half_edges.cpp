@@ -58,8 +58,12 @@ class HalfEdges : public ::testing::TestWithParam<EdgeParam> {
 
   // Problems for the main families: direct (NXC and NCX), a few output channels (dot), depthwise along x
   // and along channels, kernel == stride (gemm), 1-D, 3-D, and a padded one (halo or borders).
+  // bf16 runs the exact route (ic_pairs 0): vdpbf16ps treats subnormal inputs as zero by design, which
+  // PairedBf16TreatsSubnormalInputsAsZero below pins down.
   std::vector<DeconvTester> shapes() const {
-    auto t = [&] { return DeconvTester().isa(GetParam().isa).dtype(dtype()).use_cache(false); };
+    TuningHints exact;
+    exact.ic_pairs = 0;
+    auto t = [&] { return DeconvTester().isa(GetParam().isa).dtype(dtype()).use_cache(false).hints(exact); };
     return {
         t().channels(5, 19).input({4, 5}).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NXC),
         t().channels(5, 19).input({4, 5}).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NCX),
@@ -118,6 +122,33 @@ TEST_P(HalfEdges, SubnormalsTimesLargeValues) {
     fill(ops.weights, [&](int64_t) { return static_cast<double>(draw(rng, -top, top)) * q; });
     fill(ops.src, [&](int64_t) { return draw(rng, 0, 1) ? large : -large; });
   });
+}
+
+// The bf16 pair route (vdpbf16ps, ic_pairs) as documented: a subnormal input counts as zero, where the
+// exact route keeps its product. 2^-133 * 2^100 = 2^-33 (bf16 0x2f00) in every output channel.
+TEST(PairedBf16, TreatsSubnormalInputsAsZero) {
+  const Descriptor d = descriptor_from_json(
+      R"({"src":[1,1,2],"weights":[2,16,1],"data_format":"NXC","dtype":"bf16"})");
+  const std::vector<uint16_t> src{0x0001, 0x3f80};  // 2^-133 (the smallest subnormal), 1
+  std::vector<uint16_t> weights(32, 0x7180);        // 2^100 for input channel 0 ...
+  std::fill(weights.begin() + 16, weights.end(), uint16_t{0});  // ... and 0 for channel 1
+  for (int pairs : {1, 0}) {
+    Options o;
+    o.use_disk_cache = false;
+    o.hints.algorithm = "direct";
+    o.hints.ic_pairs = pairs;
+    Kernel k;
+    try {
+      k = compile(d, o);
+    } catch (const Error& e) {
+      if (pairs == 1 && e.kind() == Error::Kind::InvalidArgument) GTEST_SKIP() << e.what();
+      throw;
+    }
+    std::vector<uint16_t> dst(16, 0xffff);
+    k.execute(ConstBuffer(src.data(), DType::bf16, 2), ConstBuffer(weights.data(), DType::bf16, 32),
+              Buffer(dst.data(), DType::bf16, 16));
+    for (uint16_t v : dst) EXPECT_EQ(v, pairs ? 0x0000 : 0x2f00) << k.name();
+  }
 }
 
 // The largest finite values times +-1: sums of k of them are k * max, exact in f32 sums for halves, so the
