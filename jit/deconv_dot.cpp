@@ -26,9 +26,9 @@ class DotGenerator : public RowKernelGenerator {
   void emit_prologue() override {
     assert(w_ * n_oc() + n_oc() + 1 <= detail::vector_registers(pl_.isa));
     assert(pl_.src_ic_stride == 1);
-    if (zmm() && pl_.ic_tail_lanes) {
-      mov(eax, (1u << pl_.ic_tail_lanes) - 1);
-      kmovw(k1, eax);
+    if (zmm() && pl_.ic_tail_lanes) {  // (pairs: a mask of up to 32 words)
+      mov(eax, static_cast<uint32_t>((uint64_t{1} << pl_.ic_tail_lanes) - 1));
+      kmovd(k1, eax);
     }
     if (zmm() && io16()) {  // one lane: the stores of single outputs
       mov(eax, 1);
@@ -42,7 +42,7 @@ class DotGenerator : public RowKernelGenerator {
   }
 
   int64_t reduction_src_bytes() const override { return full_vectors() * src_vbytes(); }
-  int src_vbytes() const { return pl_.lanes * static_cast<int>(eb()); }
+  int src_vbytes() const { return pl_.lanes * static_cast<int>(eb()) * (pl_.ic_pairs ? 2 : 1); }
   int64_t reduction_wei_bytes() const override { return full_vectors() * vbytes(); }
 
   void emit_reduction() override {
@@ -72,6 +72,15 @@ class DotGenerator : public RowKernelGenerator {
     for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + o * oc_stride]);
     for (int p = 0; p < w_; ++p) {
       const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
+      if (pl_.ic_pairs) {  // 32 bf16 channels as they are: vdpbf16ps pairs them with the weights
+        if (tail)
+          vmovdqu16(Zmm(xvec().getIdx()) | k1 | T_z, a);
+        else
+          vmovdqu16(Zmm(xvec().getIdx()), a);
+        for (int o = 0; o < n_oc(); ++o)
+          vdpbf16ps(Zmm(acc(p, o).getIdx()), Zmm(wvec(o).getIdx()), Zmm(xvec().getIdx()));
+        continue;
+      }
       if (io16()) {
         if (tail)
           load_io_lanes(xvec(), a, 0, pl_.ic_tail_lanes, k1);

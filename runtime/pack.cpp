@@ -31,13 +31,22 @@ struct UserWeights {
 namespace {
 
 // dot: [group][kz][ky][kx][oc][ic padded to whole vectors].
+// With ic_pairs each 32-bit slot holds two bf16 channels, in the order of the source.
 void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
-  const int64_t ic_pad = pl.ic_vectors * pl.lanes;
+  const int64_t slots = pl.ic_vectors * pl.lanes;
   tbb::parallel_for(int64_t{0}, pl.groups * taps, [&](int64_t t) {
     const int64_t g = t / taps, k = t % taps;
-    float* dst = out + t * uw.oc_g * ic_pad;
+    float* dst = out + t * uw.oc_g * slots;
+    auto w = [&](int64_t oc, int64_t ic) { return ic < uw.ic_g ? uw.at(g, ic, oc, k) : 0.f; };
     for (int64_t oc = 0; oc < uw.oc_g; ++oc)
-      for (int64_t ic = 0; ic < ic_pad; ++ic) *dst++ = ic < uw.ic_g ? uw.at(g, ic, oc, k) : 0.f;
+      for (int64_t s = 0; s < slots; ++s) {
+        if (!pl.ic_pairs) {
+          *dst++ = w(oc, s);
+          continue;
+        }
+        const uint32_t pair = float_to_bits(w(oc, 2 * s)) >> 16 | (float_to_bits(w(oc, 2 * s + 1)) & 0xffff0000u);
+        std::memcpy(dst++, &pair, sizeof pair);
+      }
   });
 }
 

@@ -182,8 +182,10 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   pl.ur_w = ur;
   pl.oc_vectors = oc;
   pl.ic_unroll = 1;
-  pl.ic_vectors = ceil_div(pl.ic_per_group, pl.lanes);
-  pl.ic_tail_lanes = static_cast<int>(pl.ic_per_group % pl.lanes);
+  // Pairs: a vector holds 2 * lanes bf16 channels (vdpbf16ps), and the tail counts channels.
+  const int per_vector = pl.lanes * (pl.ic_pairs ? 2 : 1);
+  pl.ic_vectors = ceil_div(pl.ic_per_group, per_vector);
+  pl.ic_tail_lanes = static_cast<int>(pl.ic_per_group % per_vector);
 }
 
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
@@ -224,9 +226,10 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
 // source must have input channels adjacent (every route but in_kernel, which is f32 only anyway).
 void choose_ic_pairs(Plan& pl, const TuningHints& h) {
   const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
-                        (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm);
-  check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct or gemm family, AVX-512 and a "
-                                          "CPU with avx512_bf16");
+                        (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                         pl.algorithm == Algorithm::dot);
+  check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct, gemm or dot family, AVX-512 "
+                                          "and a CPU with avx512_bf16");
   pl.ic_pairs = possible && h.ic_pairs != 0;
 }
 
@@ -457,6 +460,7 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t n_vec = ceil_div(pl.oc_per_group, pl.lanes);
   if (pl.algorithm == Algorithm::dot) {
     choose_ic_blocks(pl, h);  // rejects an ic_block hint: the dot family reduces in one pass
+    choose_ic_pairs(pl, h);
     choose_dot_tile(pl, h);
     pl.oc_blocks = 1;
     pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
@@ -481,8 +485,8 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
   check_hint((h.rows_per_block == 0 && h.flat_plane == -1 && h.oc_chunk == 0 && h.row_chunk == 0) ||
                  pl.algorithm == Algorithm::gemm_x,
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
-  check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct or gemm family, AVX-512 "
-                                              "and a CPU with avx512_bf16");
+  check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct, gemm or dot family, "
+                                              "AVX-512 and a CPU with avx512_bf16");
 }
 
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel).

@@ -99,7 +99,8 @@ struct Plan {
   // a row group's source is reused by the tile's channel blocks, their weights by its row groups.
   int64_t oc_chunk = 1, row_chunk = 1;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
-  int ic_tail_lanes = 0;        // dot: real lanes of the last input-channel vector (0 = all)
+  int ic_tail_lanes = 0;        // dot: real channels of the last input-channel vector (0 = all; with
+                                // ic_pairs a vector holds 2 * lanes channels)
   BlockKind main, last;         // last == main when there is no tail
 
   // Element strides of the buffers the kernel touches: image, channel, x pixel (z and y follow x).
