@@ -69,20 +69,63 @@ class DirectGenerator : public RowKernelGenerator {
     const int u = pl_.ic_unroll;
     const int64_t iters = ic / u;
     const int rem = static_cast<int>(ic % u);
+    auto unrolled = [&] {
+      if (grouped_widening())
+        emit_widened_group();
+      else
+        for (int k = 0; k < u; ++k) emit_ic_step(k);
+    };
     if (iters == 1) {
-      for (int k = 0; k < u; ++k) emit_ic_step(k);
+      unrolled();
       advance_ic(u);
     } else if (iters > 1) {
       Label l_ic;
       mov(r_ic, iters);
       L(l_ic);
-      for (int k = 0; k < u; ++k) emit_ic_step(k);
+      unrolled();
       advance_ic(u);
       dec(r_ic);
       jnz(l_ic, T_NEAR);
     }
     for (int k = 0; k < rem; ++k) emit_ic_step(k);
     if (rem) advance_ic(rem);
+  }
+
+  // 16-bit sources one element at a time cost a broadcast and a conversion per pixel and channel, which
+  // narrow tiles (one vector of outputs: as many conversions as FMAs) cannot hide. With channels adjacent
+  // (NXC) the unroll's 2 or 4 channels of a pixel widen in one instruction into a stack slot, and the
+  // broadcasts read f32 from there (measured on f16 ov_spec_ex1, NXC, 2 threads: 0.70x -> ? of f32).
+  bool grouped_widening() const {
+    const int u = pl_.ic_unroll;
+    return io16() && !pl_.ic_pairs && !depthwise() && pl_.src_ic_stride == 1 && (u == 2 || u == 4);
+  }
+  int stack_bytes() const override { return grouped_widening() ? w_ * 16 : 0; }
+
+  void emit_widened_group() {
+    const int u = pl_.ic_unroll;
+    for (int p = 0; p < w_; ++p) {
+      const Xmm t(bvec(p).getIdx());
+      // The widening instructions read 8 bytes from memory whatever the count: two channels go through
+      // vmovd, so nothing past the group's channels is read.
+      const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
+      if (u == 2) vmovd(t, a);
+      const Operand& from = u == 2 ? static_cast<const Operand&>(t) : static_cast<const Operand&>(a);
+      if (pl_.dtype == DType::f16) {
+        vcvtph2ps(t, from);
+      } else {
+        vpmovzxwd(t, from);
+        vpslld(t, t, 16);
+      }
+      vmovups(ptr[rsp + p * 16], t);
+    }
+    for (int k = 0; k < u; ++k) {
+      const int64_t wofs = k * bk_->wei_ic_step * kFloat;
+      for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
+      for (int p = 0; p < w_; ++p) {
+        vbroadcastss(bvec(p), dword[rsp + p * 16 + 4 * k]);
+        for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v), wvec(v), bvec(p));
+      }
+    }
   }
 
   // bf16 pairs of input channels through vdpbf16ps: the same loop over pairs, then an odd last channel.

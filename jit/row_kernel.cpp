@@ -35,6 +35,8 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
     push(r_wob);
     push(r_wob);  // a slot for the channel-block count
   }
+  if (stack_bytes()) sub(rsp, stack_bytes());
+  const int ob_slot = stack_bytes();  // the channel-block count, above the scratch
   emit_prologue();
   mov(r_src, ptr[r_args + Off::src]);
   mov(r_dst, ptr[r_args + Off::dst]);
@@ -48,13 +50,13 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
     const int64_t wei_bytes = pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel * bk.wei_k_floats * kFloat;
     Label l_ob;
     mov(r_wob, ptr[r_args + Off::wei]);
-    mov(qword[rsp], pl_.oc_loop);
+    mov(qword[rsp + ob_slot], pl_.oc_loop);
     L(l_ob);
     emit_block();
     add_imm(r_src, ch_bytes * pl_.src_c, r_ic);
     add_imm(r_dst, ch_bytes * pl_.dst_c, r_ic);
     add_imm(r_wob, wei_bytes, r_ic);
-    dec(qword[rsp]);
+    dec(qword[rsp + ob_slot]);
     jnz(l_ob, T_NEAR);
     add_imm(r_src, -ch_bytes * pl_.src_c * pl_.oc_loop, r_ic);
     add_imm(r_dst, -ch_bytes * pl_.dst_c * pl_.oc_loop, r_ic);
@@ -66,6 +68,7 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   dec(r_nblk);
   jnz(l_block, T_NEAR);
   L(l_done);
+  if (stack_bytes()) add(rsp, stack_bytes());
   if (ob_loop) {
     pop(r_wob);
     pop(r_wob);

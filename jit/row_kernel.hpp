@@ -46,6 +46,7 @@ class RowKernelGenerator : public Generator {
   virtual void emit_load_partial() {}  // accumulators from dst; needed when the plan splits the reduction
   virtual void emit_prologue() {}  // e.g. opmasks; runs once per function
   virtual void emit_tables() {}    // RIP-relative constants, after all functions
+  virtual int stack_bytes() const { return 0; }  // scratch at [rsp, rsp + n) during a call
 
   const detail::Plan& pl_;
   const detail::BlockKind* bk_ = nullptr;
