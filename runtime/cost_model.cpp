@@ -59,7 +59,8 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   // Segments per part: one per phase, and without a halo also the border patterns.
   const double segments = static_cast<double>(x.stride) * (pl.has_halo() ? 1.0 : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
   e.calls = static_cast<double>(e.tasks) * segments * pl.ic_blocks;
-  const double src_bytes = 4.0 * p.src_elements(), dst_bytes = 4.0 * p.dst_elements();
+  const double eb = static_cast<double>(pl.elem_bytes());
+  const double src_bytes = eb * p.src_elements(), dst_bytes = eb * p.dst_elements();
   if (pl.copies_src()) e.extra_bytes += 2 * src_bytes;
   if (pl.layout == LayoutPath::ncx_via_scratch) e.extra_bytes += 2 * dst_bytes;
   if (pl.layout == LayoutPath::ncx_row_buffer) e.extra_bytes += dst_bytes;
@@ -105,8 +106,10 @@ Estimate depthwise_x_family(const Plan& pl) {
 }  // namespace
 
 double model_ms(const Plan& pl, const Problem& p, int threads) {
-  const double peak = kGhz * 1e9 * kFmaPerCycle * 2 * pl.lanes;  // FLOP/s of one core
-  const double bytes = 4.0 * (p.src_elements() + p.dst_elements() + p.weights_elements());
+  // bf16 pairs: vdpbf16ps does two multiply-adds per lane at the FMA's rate (measured on Zen 5).
+  const double peak = kGhz * 1e9 * kFmaPerCycle * 2 * pl.lanes * (pl.ic_pairs ? 2 : 1);  // FLOP/s, one core
+  const double bytes = static_cast<double>(pl.elem_bytes()) * (p.src_elements() + p.dst_elements()) +
+                       4.0 * p.weights_elements();  // packed weights: f32 slots
   Estimate e;
   if (pl.algorithm == Algorithm::col) {
     // One GEMM without waste, then the col buffer written and summed once.
