@@ -212,6 +212,34 @@ TEST_P(HalfEdges, DepthwiseAlongXInfiniteWeightPastTheInput) {
   }).Test();
 }
 
+// The same over strides, pads and row tails (each phase has its own lanes outside the row): every weight
+// of the first and last kernel columns, the taps that fall outside the row at the borders, is an infinity
+// or NaN. Six channels, so register blocks of several channels and the one-channel remainder both run.
+TEST_P(HalfEdges, DepthwiseAlongXSpecialWeightsInTheOuterColumns) {
+  auto t = [&] {
+    return DeconvTester().isa(GetParam().isa).dtype(dtype()).use_cache(false).layout(DataFormat::NCX).groups(6)
+        .channels(6, 6);
+  };
+  DeconvTester cases[] = {
+      t().input({3, 20}).kernel({3, 3}).stride({1, 1}).pads({1, 1}, {1, 1}),
+      t().input({3, 13}).kernel({3, 4}).stride({2, 2}).pads({1, 1}, {1, 1}),
+      t().input({2, 11}).kernel({2, 5}).stride({2, 2}).pads({0, 2}, {0, 1}).output_padding({0, 1}),
+      t().input({2, 9}).kernel({2, 8}).stride({2, 4}).pads({0, 2}, {0, 2}),
+      t().rank(1).input({37}).kernel({6}).stride({2}).pads({3}, {1}),
+  };
+  uint32_t seed = 3000;
+  for (DeconvTester& c : cases) {
+    SCOPED_TRACE(to_json(c.descriptor()));
+    ASSERT_TRUE(depthwise_along_x(c));
+    const int64_t kx = c.descriptor().weights.back();
+    c.seed(seed++).edit([kx](TypedOperands& ops) {
+      const double special[] = {kInf, -kInf, std::numeric_limits<double>::quiet_NaN()};
+      for (int64_t i = 0; i < ops.weights.count; ++i)  // OIX: x innermost
+        if (i % kx == 0 || i % kx == kx - 1) ops.weights.set(i, special[i / kx % 3]);
+    }).Test();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, HalfEdges, ::testing::ValuesIn(edge_params()), edge_name);
 
 // f16 data with f16 sums (vfmadd*ph; avx512_fp16 only): the kernel cases' main shapes, short sums so the
