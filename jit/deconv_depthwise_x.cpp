@@ -109,6 +109,14 @@ class DepthwiseXGenerator : public Generator {
     const int hi = static_cast<int>(std::clamp<int64_t>(in - first, 0, needed_lanes()));
     return {lo, hi};
   }
+  // Output lanes whose input lies inside the row, for loaded lanes [lo, hi): lane l reads loaded lane
+  // (l + pad mod s) div s (the permutation), inside [lo, hi) exactly for l in [s*lo - pad mod s,
+  // s*hi - pad mod s). Contiguous, so the same Lanes (and AVX2 mask table) describe it.
+  Lanes in_row_lanes(const Lanes& l) const {
+    const int64_t s = stride(), m = pad_mod();
+    return {static_cast<int>(std::clamp<int64_t>(s * l.lo - m, 0, lanes())),
+            static_cast<int>(std::clamp<int64_t>(s * l.hi - m, 0, lanes()))};
+  }
   Lanes store_lanes(int64_t b, int u) const {
     const int64_t x0 = (b * pl_.ur_w + u) * lanes();
     return {0, static_cast<int>(std::clamp<int64_t>(pl_.axes[2].out - x0, 0, lanes()))};
@@ -119,7 +127,7 @@ class DepthwiseXGenerator : public Generator {
   void emit_block(int64_t b, int vectors);
   void emit_tap(int64_t b, int vectors, int64_t j);
   void emit_store(int64_t b, int vectors);
-  void set_opmask(const Lanes& l);
+  void set_opmask(const Lanes& l, const Opmask& k);
   // Lanes of x tap j whose kernel x, (l + pad) mod s + s*j, lies inside the kernel.
   uint32_t live_lanes(int64_t j) const {
     uint32_t bits = 0;
@@ -208,12 +216,28 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
     const Lanes l = load_lanes(b, u, j);
     if (l.lo >= l.hi) continue;
     const bool full = l.lo == 0 && l.hi == lanes();
-    if (!full && zmm()) set_opmask(l);
+    // The converse: output lanes whose input lies outside the row have no term either, but their weight
+    // may be infinite or NaN, and times the zeroed input that is a NaN. So their products are dropped:
+    // AVX-512 leaves those accumulator lanes alone (merge-masked FMA), AVX2 zeroes the weight there.
+    // Only such edge vectors pay; a full load has every output lane inside the row.
+    const Lanes in_row = in_row_lanes(l);
+    const bool edge = !(in_row.lo == 0 && in_row.hi == lanes());
+    if (!full && zmm()) set_opmask(l, k1);
+    if (edge && zmm()) set_opmask(in_row, k2);
     if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c, ++n) {
       const int64_t ofs = (c * pl_.src_c + u * lanes() / stride() + pad_div() - j) * eb();
       const Address a = ptr[r_sy + ofs];
       const Xmm t = temp(n);
+      // acc += t * weight; on AVX2 the masked weight goes to the other temporary, free until the next
+      // channel's load.
+      auto fma = [&] {
+        if (!edge) return vfmadd231ps(acc(c, u), t, wvec(c));
+        if (zmm()) return vfmadd231ps(Zmm(acc(c, u).getIdx()) | k2, Zmm(t.getIdx()), Zmm(wvec(c).getIdx()));
+        const Xmm w = temp(n + 1);
+        vandps(w, wvec(c), ptr[rip + l_masks_ + mask_index(in_row) * 32]);
+        vfmadd231ps(acc(c, u), t, w);
+      };
       if (io16()) {  // converted into t first; then the same permutation and FMA from t
         if (full)
           load_io(t, a);
@@ -221,10 +245,10 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
           load_io_lanes(t, a, l.lo, l.hi, k1);
         if (stride() > 1) vpermps(!all_live && zmm() ? wide(t) | k3 | T_z : wide(t), wide(idx()), wide(t));
         if (!all_live && !zmm()) vandps(t, t, ptr[rip + l_live_ + j * 32]);
-        vfmadd231ps(acc(c, u), t, wvec(c));
+        fma();
         continue;
       }
-      if (full && stride() == 1) {
+      if (full && stride() == 1) {  // (never an edge vector)
         vfmadd231ps(acc(c, u), wvec(c), a);
         continue;
       }
@@ -242,7 +266,7 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
           vpermps(dst, wide(idx()), tw);
       }
       if (!all_live && !zmm()) vandps(t, t, ptr[rip + l_live_ + j * 32]);
-      vfmadd231ps(acc(c, u), t, wvec(c));
+      fma();
     }
   }
 }
@@ -251,7 +275,7 @@ void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
   for (int u = 0; u < vectors; ++u) {
     const Lanes l = store_lanes(b, u);
     const bool full = l.hi == lanes();
-    if (!full && zmm()) set_opmask(l);
+    if (!full && zmm()) set_opmask(l, k1);
     if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c) {
       const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * eb()];
@@ -270,10 +294,10 @@ void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
   }
 }
 
-void DepthwiseXGenerator::set_opmask(const Lanes& l) {
+void DepthwiseXGenerator::set_opmask(const Lanes& l, const Opmask& k) {
   const uint32_t bits = ((1u << l.hi) - 1) & ~((1u << l.lo) - 1);
   mov(r_tmp.cvt32(), bits);
-  kmovw(k1, r_tmp.cvt32());
+  kmovw(k, r_tmp.cvt32());
 }
 
 int DepthwiseXGenerator::mask_index(const Lanes& l) {
@@ -322,9 +346,11 @@ std::vector<Piece> make_pieces(const Plan& pl) {
   return pieces;
 }
 
+// Up to 12 bytes an instruction; per tap and vector: two masks (opmask: 2 each), per channel up to
+// load, permutation, two ANDs (AVX2) and the FMA. 16-bit data: three times that (word loads on AVX2).
 size_t code_bound(const Plan& pl, const std::vector<Piece>& pieces) {
   const size_t taps = static_cast<size_t>(pl.main.wei_k_floats / pl.lanes);
-  const size_t block = 256 + taps * (pl.oc_vectors + static_cast<size_t>(pl.ur_w) * (2 + 3 * pl.oc_vectors)) * 12 +
+  const size_t block = 256 + taps * (pl.oc_vectors + static_cast<size_t>(pl.ur_w) * (4 + 5 * pl.oc_vectors)) * 12 +
                        static_cast<size_t>(pl.ur_w) * (2 + 2 * pl.oc_vectors) * 12;
   return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 2 * pieces.size() * (block + 64) + 64 * 32);
 }

@@ -14,8 +14,9 @@
 namespace deconvjit::detail {
 namespace {
 
-// Registers besides the accumulators: the permutation index, two input temporaries, and on AVX2 the
-// lane mask of a masked load (AVX-512 uses an opmask).
+// Registers besides the accumulators: the permutation index, two input temporaries (on AVX2 border
+// vectors the second also holds the weight masked to the row), and on AVX2 the lane mask of a masked
+// load (AVX-512 uses opmasks).
 int fixed_registers(Isa isa) { return isa == Isa::avx512_core ? 3 : 4; }
 
 bool tile_fits(Isa isa, int u, int cb) {
