@@ -58,19 +58,6 @@ def test_desc_of_another_type_is_a_type_error():
         deconvjit.shape(42)
 
 
-@pytest.mark.parametrize("dtype,npt", [("f16", np.float16), ("bf16", np.uint16)])
-def test_16_bit_types_are_unsupported_for_now(dtype, npt):
-    desc = dict(DESC, dtype=dtype)
-    assert deconvjit.shape(desc)["dst"] == [1, 3, 11, 11]  # valid: shapes work
-    with pytest.raises(deconvjit.UnsupportedError, match=dtype):
-        deconvjit.compile(desc)
-    x, w = np.zeros(DESC["src"], npt), np.zeros(DESC["weights"], npt)
-    with pytest.raises(deconvjit.UnsupportedError, match=dtype):
-        deconvjit.reference(desc, x, w)
-    with pytest.raises(deconvjit.InvalidArgumentError, match="x: dtype float32"):
-        deconvjit.reference(desc, x.astype(np.float32), w)
-
-
 @pytest.mark.parametrize("hints,match", [
     ({"ur_v": 2}, "unknown field 'ur_v'.*ur_w"),
     ({"ur_w": 1.5}, "'ur_w' must be an integer"),
