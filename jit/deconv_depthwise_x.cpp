@@ -42,6 +42,7 @@ class DepthwiseXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
+    set_io(pl_.dtype, zmm());
     align(16);
     out.entries[0].push_back(getSize());
     emit_function(pl_.oc_vectors);
@@ -53,6 +54,7 @@ class DepthwiseXGenerator : public Generator {
       out.entries[1] = out.entries[0];
     }
     emit_tables();
+    emit_io_table();
     out.bytes = bytes();
     return out;
   }
@@ -75,6 +77,7 @@ class DepthwiseXGenerator : public Generator {
   Label l_index_, l_masks_, l_live_;
 
   bool zmm() const { return pl_.isa == Isa::avx512_core; }
+  int64_t eb() const { return pl_.elem_bytes(); }  // one src or dst element (weights are f32)
   int lanes() const { return pl_.lanes; }
   int64_t stride() const { return pl_.axes[2].stride; }
   int64_t x_taps() const { return pl_.main.wei_k_floats / lanes(); }
@@ -142,8 +145,8 @@ void DepthwiseXGenerator::emit_function(int cb) {
   jle(l_done, T_NEAR);
   L(l_block);
   for (const Piece& pc : pieces_) emit_piece(pc);
-  add_imm(r_src, cb * pl_.src_c * kFloat, r_tmp);
-  add_imm(r_dst, cb * pl_.dst_c * kFloat, r_tmp);
+  add_imm(r_src, cb * pl_.src_c * eb(), r_tmp);
+  add_imm(r_dst, cb * pl_.dst_c * eb(), r_tmp);
   add_imm(r_wei, cb * per_channel_floats() * kFloat, r_tmp);
   dec(r_nblk);
   jnz(l_block, T_NEAR);
@@ -154,16 +157,16 @@ void DepthwiseXGenerator::emit_function(int cb) {
 
 void DepthwiseXGenerator::emit_piece(const Piece& pc) {
   mov(r_xs, r_src);
-  add_imm(r_xs, pc.first * pl_.ur_w * lanes() / stride() * kFloat, r_tmp);
+  add_imm(r_xs, pc.first * pl_.ur_w * lanes() / stride() * eb(), r_tmp);
   mov(r_xd, r_dst);
-  add_imm(r_xd, pc.first * pl_.ur_w * lanes() * kFloat, r_tmp);
+  add_imm(r_xd, pc.first * pl_.ur_w * lanes() * eb(), r_tmp);
   if (!pc.loop) return emit_block(pc.first, pc.vectors);
   Label l_piece;
   mov(r_loop, pc.count);
   L(l_piece);
   emit_block(pc.first, pc.vectors);  // every block of a loop piece has the masks of the first: none
-  add_imm(r_xs, int64_t{pl_.ur_w} * lanes() / stride() * kFloat, r_tmp);
-  add_imm(r_xd, int64_t{pl_.ur_w} * lanes() * kFloat, r_tmp);
+  add_imm(r_xs, int64_t{pl_.ur_w} * lanes() / stride() * eb(), r_tmp);
+  add_imm(r_xd, int64_t{pl_.ur_w} * lanes() * eb(), r_tmp);
   dec(r_loop);
   jnz(l_piece, T_NEAR);
 }
@@ -176,10 +179,10 @@ void DepthwiseXGenerator::emit_block(int64_t b, int vectors) {
   const int64_t* wstep = pl_.main.wei_tap_step.data();
   mov(r_sz, r_xs);
   mov(r_wz, r_wei);
-  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * kFloat, wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
+  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * eb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
     mov(r_sy, r_sz);
     mov(r_wy, r_wz);
-    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * kFloat, wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp,
+    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp,
                   [&] {
                     for (int64_t j = 0; j < x_taps(); ++j) emit_tap(b, vectors, j);
                   });
@@ -208,9 +211,19 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
     if (!full && zmm()) set_opmask(l);
     if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c, ++n) {
-      const int64_t ofs = (c * pl_.src_c + u * lanes() / stride() + pad_div() - j) * kFloat;
+      const int64_t ofs = (c * pl_.src_c + u * lanes() / stride() + pad_div() - j) * eb();
       const Address a = ptr[r_sy + ofs];
       const Xmm t = temp(n);
+      if (io16()) {  // converted into t first; then the same permutation and FMA from t
+        if (full)
+          load_io(t, a);
+        else
+          load_io_lanes(t, a, l.lo, l.hi, k1);
+        if (stride() > 1) vpermps(!all_live && zmm() ? wide(t) | k3 | T_z : wide(t), wide(idx()), wide(t));
+        if (!all_live && !zmm()) vandps(t, t, ptr[rip + l_live_ + j * 32]);
+        vfmadd231ps(acc(c, u), t, wvec(c));
+        continue;
+      }
       if (full && stride() == 1) {
         vfmadd231ps(acc(c, u), wvec(c), a);
         continue;
@@ -241,8 +254,13 @@ void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
     if (!full && zmm()) set_opmask(l);
     if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c) {
-      const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * kFloat];
-      if (full)
+      const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * eb()];
+      if (io16()) {
+        if (full)
+          store_io(a, acc(c, u), temp(0), temp(1));
+        else
+          store_io_lanes(a, acc(c, u), l.lo, l.hi, k1, temp(0), temp(1));
+      } else if (full)
         vmovups(a, acc(c, u));
       else if (zmm())
         vmovups(a | k1, Zmm(acc(c, u).getIdx()));
@@ -308,7 +326,7 @@ size_t code_bound(const Plan& pl, const std::vector<Piece>& pieces) {
   const size_t taps = static_cast<size_t>(pl.main.wei_k_floats / pl.lanes);
   const size_t block = 256 + taps * (pl.oc_vectors + static_cast<size_t>(pl.ur_w) * (2 + 3 * pl.oc_vectors)) * 12 +
                        static_cast<size_t>(pl.ur_w) * (2 + 2 * pl.oc_vectors) * 12;
-  return 4096 + 2 * pieces.size() * (block + 64) + 64 * 32;
+  return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 2 * pieces.size() * (block + 64) + 64 * 32);
 }
 
 }  // namespace

@@ -36,12 +36,12 @@ class DirectGenerator : public RowKernelGenerator {
       for (int v = 0; v < nv(); ++v) vxorps(acc(p, v), acc(p, v), acc(p, v));
   }
 
-  int64_t reduction_src_bytes() const override { return pl_.ic_block * pl_.src_ic_stride * kFloat; }
+  int64_t reduction_src_bytes() const override { return pl_.ic_block * pl_.src_ic_stride * eb(); }
   int64_t reduction_wei_bytes() const override { return pl_.ic_block * bk_->wei_ic_step * kFloat; }
 
   // A later pass of a split reduction starts from what the earlier passes stored (contiguous dst only).
   void emit_load_partial() override {
-    assert(pl_.dst_c == 1);
+    assert(pl_.dst_c == 1 && !io16());  // split reductions are f32 only (plan.cpp)
     const bool masked = bk_->mask_lanes != 0;
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
@@ -82,7 +82,7 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   void advance_ic(int n) {
-    add_imm(r_sx, n * pl_.src_ic_stride * kFloat, r_ic);
+    add_imm(r_sx, n * pl_.src_ic_stride * eb(), r_ic);
     add_imm(r_wx, n * bk_->wei_ic_step * kFloat, r_ic);
   }
 
@@ -92,8 +92,11 @@ class DirectGenerator : public RowKernelGenerator {
     for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
     if (depthwise()) return emit_depthwise_step();
     for (int p = 0; p < w_; ++p) {
-      const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * kFloat;
-      vbroadcastss(bvec(p), ptr[r_sx + sofs]);
+      const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * eb();
+      if (io16())
+        broadcast_io(bvec(p), ptr[r_sx + sofs]);
+      else
+        vbroadcastss(bvec(p), ptr[r_sx + sofs]);
       for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v), wvec(v), bvec(p));
     }
   }
@@ -103,9 +106,15 @@ class DirectGenerator : public RowKernelGenerator {
   void emit_depthwise_step() {
     for (int p = 0; p < w_; ++p)
       for (int v = 0; v < nv(); ++v) {
-        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * kFloat];
+        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * eb()];
         const bool masked = bk_->mask_lanes && v == nv() - 1;
-        if (!masked) {
+        if (io16()) {
+          if (masked)
+            load_io_lanes(bvec(0), a, 0, bk_->mask_lanes, k1);
+          else
+            load_io(bvec(0), a);
+          vfmadd231ps(acc(p, v), wvec(v), bvec(0));
+        } else if (!masked) {
           vfmadd231ps(acc(p, v), wvec(v), a);
         } else if (zmm()) {
           vmovups(Zmm(bvec(0).getIdx()) | k1 | T_z, a);
@@ -120,6 +129,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_store() override {
     if (pl_.dst_c != 1) return emit_scatter_store();
+    if (io16()) return emit_typed_store();
     const bool masked = bk_->mask_lanes != 0;
     if (masked && !zmm()) vmovups(wvec(0), ptr[rip + l_mask_]);
     mov(r_sx, r_dst);
@@ -136,6 +146,22 @@ class DirectGenerator : public RowKernelGenerator {
         }
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * kFloat, r_ic);
+    }
+  }
+
+  // 16-bit dst: rounded on the way out; the weight and broadcast registers are free by now.
+  void emit_typed_store() {
+    const Xmm t1 = wvec(0), t2 = vreg(w_ * nv() + nv());
+    mov(r_sx, r_dst);
+    for (int p = 0; p < w_; ++p) {
+      for (int v = 0; v < nv(); ++v) {
+        const Address a = ptr[r_sx + v * pl_.lanes * eb()];
+        if (bk_->mask_lanes && v == nv() - 1)
+          store_io_lanes(a, acc(p, v), 0, bk_->mask_lanes, k1, t1, t2);
+        else
+          store_io(a, acc(p, v), t1, t2);
+      }
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
   }
 
@@ -181,6 +207,7 @@ size_t code_bound(const Plan& pl) {
     for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w) {
       const size_t step = nv + w + w * nv;
       total += 512 + 2 * pl.ic_unroll * step * 12 + w * (nv + 2) * 24;
+      if (pl.dtype != DType::f32) total += 2 * pl.ic_unroll * w * 12 + w * nv * 24 * 12;  // conversions
     }
   }
   return total;

@@ -30,6 +30,10 @@ class DotGenerator : public RowKernelGenerator {
       mov(eax, (1u << pl_.ic_tail_lanes) - 1);
       kmovw(k1, eax);
     }
+    if (zmm() && io16()) {  // one lane: the stores of single outputs
+      mov(eax, 1);
+      kmovw(k5, eax);
+    }
   }
 
   void emit_zero() override {
@@ -37,21 +41,22 @@ class DotGenerator : public RowKernelGenerator {
       for (int o = 0; o < n_oc(); ++o) vxorps(acc(p, o), acc(p, o), acc(p, o));
   }
 
-  int64_t reduction_src_bytes() const override { return full_vectors() * vbytes(); }
+  int64_t reduction_src_bytes() const override { return full_vectors() * src_vbytes(); }
+  int src_vbytes() const { return pl_.lanes * static_cast<int>(eb()); }
   int64_t reduction_wei_bytes() const override { return full_vectors() * vbytes(); }
 
   void emit_reduction() override {
     const int64_t full = full_vectors();
     if (full == 1) {
       emit_step(false);
-      add(r_sx, vbytes());
+      add(r_sx, src_vbytes());
       add(r_wx, vbytes());
     } else if (full > 1) {
       Label l_ic;
       mov(r_ic, full);
       L(l_ic);
       emit_step(false);
-      add(r_sx, vbytes());
+      add(r_sx, src_vbytes());
       add(r_wx, vbytes());
       dec(r_ic);
       jnz(l_ic, T_NEAR);
@@ -66,8 +71,13 @@ class DotGenerator : public RowKernelGenerator {
     const int64_t oc_stride = pl_.ic_vectors * vbytes();
     for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + o * oc_stride]);
     for (int p = 0; p < w_; ++p) {
-      const Address a = ptr[r_sx + p * pl_.src_pix_stride * kFloat];
-      if (!tail) {
+      const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
+      if (io16()) {
+        if (tail)
+          load_io_lanes(xvec(), a, 0, pl_.ic_tail_lanes, k1);
+        else
+          load_io(xvec(), a);
+      } else if (!tail) {
         vmovups(xvec(), a);
       } else if (zmm()) {
         vmovups(Zmm(xvec().getIdx()) | k1 | T_z, a);
@@ -100,9 +110,13 @@ class DotGenerator : public RowKernelGenerator {
     for (int p = 0; p < w_; ++p) {
       for (int o = 0; o < n_oc(); ++o) {
         horizontal_sum(acc(p, o).getIdx(), xvec().getIdx());
-        vmovss(ptr[r_sx + o * pl_.dst_c * kFloat], Xmm(acc(p, o).getIdx()));
+        const Address a = ptr[r_sx + o * pl_.dst_c * eb()];
+        if (io16())
+          store_io_lanes(a, acc(p, o), 0, 1, k5, xvec(), wvec(0));
+        else
+          vmovss(a, Xmm(acc(p, o).getIdx()));
       }
-      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * kFloat, r_ic);
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
   }
 
@@ -120,6 +134,7 @@ size_t code_bound(const Plan& pl) {
   const size_t oc = pl.main.vectors;
   for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w)
     total += 512 + 2 * (oc + 2 * w + w * oc) * 12 + w * oc * 10 * 12;
+  if (pl.dtype != DType::f32) total *= 3;  // conversions
   return total;
 }
 

@@ -32,6 +32,7 @@ class GemmXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
+    set_io(pl_.dtype, true);
     const int kinds = pl_.has_tail() ? 2 : 1;
     const int64_t height = pl_.axes[1].in, rows = pl_.rows_per_block;
     for (int kind = 0; kind < kinds; ++kind)
@@ -43,6 +44,7 @@ class GemmXGenerator : public Generator {
       }
     if (kinds == 1) out.entries[1] = out.entries[0];
     emit_tables();
+    emit_io_table();
     out.bytes = bytes();
     return out;
   }
@@ -66,6 +68,7 @@ class GemmXGenerator : public Generator {
   int64_t out_sp() const { return pl_.dst_c; }
   int64_t row_in() const { return pl_.axes[2].in; }
   int64_t row_out() const { return pl_.axes[2].out; }
+  int64_t eb() const { return pl_.elem_bytes(); }  // one src or dst element (weights are f32)
 
   Zmm acc(int v, int c) const { return Zmm(v * columns() + c); }
   Zmm xvec(int v) const { return Zmm(24 + v); }
@@ -118,8 +121,8 @@ void GemmXGenerator::emit_function(int channels, int rows) {
   jle(l_done, T_NEAR);
   L(l_group);
   for (const std::vector<Vec>& vs : blocks()) emit_block(vs);
-  add_imm(r_src, rows_ * row_in() * kFloat, r_tmp);
-  add_imm(r_dst, rows_ * pl_.axes[1].stride * row_out() * kFloat, r_tmp);
+  add_imm(r_src, rows_ * row_in() * eb(), r_tmp);
+  add_imm(r_dst, rows_ * pl_.axes[1].stride * row_out() * eb(), r_tmp);
   dec(r_nblk);
   jnz(l_group, T_NEAR);
   L(l_done);
@@ -133,7 +136,7 @@ void GemmXGenerator::emit_block(const std::vector<Vec>& vs) {
   mov(r_w, ptr[r_args + Off::wei]);
   const int64_t u = pl_.ic_unroll, iters = pl_.ic_per_group / u, rem = pl_.ic_per_group % u;
   auto advance = [&](int64_t n) {
-    add_imm(r_s, n * plane_in() * kFloat, r_tmp);
+    add_imm(r_s, n * plane_in() * eb(), r_tmp);
     add_imm(r_w, n * columns() * kFloat, r_tmp);
   };
   if (iters > 0) {
@@ -153,13 +156,19 @@ void GemmXGenerator::emit_block(const std::vector<Vec>& vs) {
 // (output channel, kernel position) one broadcast weight and one FMA per vector.
 void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k) {
   for (size_t v = 0; v < vs.size(); ++v) {
-    const Address a = ptr[r_s + (k * plane_in() + vs[v].q0) * kFloat];
+    const Address a = ptr[r_s + (k * plane_in() + vs[v].q0) * eb()];
     if (vs[v].lanes == pl_.lanes) {
-      vmovups(xvec(v), a);
+      if (io16())
+        load_io(xvec(v), a);
+      else
+        vmovups(xvec(v), a);
     } else {
       mov(r_tmp.cvt32(), (1u << vs[v].lanes) - 1);
       kmovw(k1, r_tmp.cvt32());
-      vmovups(xvec(v) | k1 | T_z, a);
+      if (io16())
+        load_io_lanes(xvec(v), a, 0, vs[v].lanes, k1);
+      else
+        vmovups(xvec(v) | k1 | T_z, a);
     }
   }
   for (int c = 0; c < columns(); ++c) {
@@ -192,7 +201,7 @@ void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
               const int64_t row = kz * out_h + pl_.axes[1].stride * iy + ky;
               // Output position j of this half holds input lane lo + j / 2.
               const int64_t base = co * out_sp() + row * row_out() + 2 * ix - 2 * (a - lo);
-              emit_half_store(ptr[r_dst + base * kFloat], 2 * (a - lo), 2 * (b - lo));
+              emit_half_store(ptr[r_dst + base * eb()], 2 * (a - lo), 2 * (b - lo));
               a = b;
             }
           }
@@ -200,10 +209,15 @@ void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
 }
 
 void GemmXGenerator::emit_half_store(const Address& a, int first, int end) {
-  if (first == 0 && end == pl_.lanes) return vmovups(a, temp());
+  // 16-bit: temp() is rounded on the way out, with the broadcast registers (free by now) as scratch.
+  const bool whole = first == 0 && end == pl_.lanes;
+  if (whole) return io16() ? store_io(a, temp(), bvec(0), bvec(1)) : vmovups(a, temp());
   mov(r_tmp.cvt32(), ((1u << end) - 1) & ~((1u << first) - 1));
   kmovw(k2, r_tmp.cvt32());
-  vmovups(a | k2, temp());
+  if (io16())
+    store_io_lanes(a, temp(), first, end, k2, bvec(0), bvec(1));
+  else
+    vmovups(a | k2, temp());
 }
 
 void GemmXGenerator::emit_tables() {
@@ -219,7 +233,7 @@ size_t GemmXGenerator::code_bound(const Plan& pl) {
   const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
   const int64_t extent = pl.flat_plane ? pl.axes[1].in * pl.axes[2].in : pl.axes[2].in;
   const size_t nblocks = static_cast<size_t>((extent + 15) / 16 + 1);
-  return 4096 + 4 * nblocks * (block + vecs * columns * 2 * 24);
+  return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 4 * nblocks * (block + vecs * columns * 2 * 24));
 }
 
 }  // namespace

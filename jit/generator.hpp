@@ -9,6 +9,8 @@
 
 #include <xbyak/xbyak.h>
 
+#include "deconvjit/deconvjit.hpp"
+
 namespace deconvjit::jit {
 
 class Generator : public Xbyak::CodeGenerator {
@@ -58,7 +60,38 @@ class Generator : public Xbyak::CodeGenerator {
     }
   }
 
+ public:
+  // Tensors in 16-bit types (jit/typed_io.cpp). Kernels compute in f32 registers; these move elements of
+  // the data type `t` between memory and those registers, converting on the way. Each family calls
+  // set_io() first, and emit_io_table() after its last function when io16(). f32 data keeps the
+  // families' own plain instructions, so f32 kernels are byte for byte what they were.
+  void set_io(DType t, bool zmm) {
+    io_type_ = t;
+    io_zmm_ = zmm;
+  }
+  bool io16() const { return io_type_ != DType::f32; }
+  int io_bytes() const { return io16() ? 2 : 4; }
+  // A whole vector (16 or 8 lanes), the lanes [lo, hi) of one (others zero; only those are touched in
+  // memory), and one element broadcast to all lanes. v is the f32 register.
+  void load_io(const Xbyak::Xmm& v, const Xbyak::Address& a);
+  void load_io_lanes(const Xbyak::Xmm& v, const Xbyak::Address& a, int lo, int hi, const Xbyak::Opmask& k);
+  void broadcast_io(const Xbyak::Xmm& v, const Xbyak::Address& a);
+  // Stores f32 register v rounded to nearest even (bf16 by integer rounding: vcvtneps2bf16 flushes
+  // subnormals). Clobbers v, t1 and t2 (AVX-512: t1 and k6).
+  void store_io(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+  void store_io_lanes(const Xbyak::Address& a, const Xbyak::Xmm& v, int lo, int hi, const Xbyak::Opmask& k,
+                      const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+  void emit_io_table();
+
  private:
+  // Leaves the words of v rounded to the data type in the low half of t1 (AVX-512: all 16 lanes as
+  // dwords of t1, for vpmovdw).
+  void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+  void widen_io(const Xbyak::Xmm& v);  // the words in v's low half to f32 lanes
+  Xbyak::Address io_lane(const Xbyak::Address& a, int lane) const;
+  DType io_type_ = DType::f32;
+  bool io_zmm_ = false;
+  Xbyak::Label l_io_table_;
   const std::vector<Xbyak::Reg64> saved_{rbx, r12, r13, r14, r15};
 };
 

@@ -7,9 +7,10 @@
 namespace deconvjit::jit {
 
 struct KernelArgs {
-  const float* src;  // first source pixel of the block, at its first valid tap, first input channel
-  const float* wei;  // packed weights of this channel block, at the first valid tap
-  float* dst;        // first output pixel of the block, first channel of the block
+  const void* src;   // first source pixel of the block, at its first valid tap, first input channel
+                     // (elements of the plan's data type)
+  const float* wei;  // packed weights of this channel block, at the first valid tap (always f32)
+  void* dst;         // first output pixel of the block, first channel of the block
   int64_t nz, ny, nx;  // valid taps along z, y, x (0 writes zeros)
   int64_t nblocks;     // register blocks to run back to back along the row
   int64_t accumulate;  // nonzero: start from the partial sums in dst (reduction split in passes)

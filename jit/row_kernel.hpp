@@ -19,7 +19,7 @@ class RowKernelGenerator : public Generator {
   EmittedCode run();
 
  protected:
-  static constexpr int kFloat = 4;
+  static constexpr int kFloat = 4;  // packed weights (and f32 data)
 
   // Register map. rdi holds the KernelArgs pointer for the whole call.
   const Xbyak::Reg64 r_args = rdi;
@@ -34,7 +34,8 @@ class RowKernelGenerator : public Generator {
 
   bool zmm() const { return pl_.isa == Isa::avx512_core; }
   Xbyak::Xmm vreg(int i) const { return zmm() ? Xbyak::Xmm(Xbyak::Zmm(i)) : Xbyak::Xmm(Xbyak::Ymm(i)); }
-  int vbytes() const { return pl_.lanes * kFloat; }
+  int vbytes() const { return pl_.lanes * kFloat; }  // a vector of weights, or of f32 accumulators
+  int64_t eb() const { return pl_.elem_bytes(); }     // one src or dst element
 
   // Hooks. The reduction starts at r_sx / r_wx and may move them; it reports how far (bytes).
   virtual void emit_zero() = 0;

@@ -29,7 +29,7 @@ bool col_preferred(const Problem& p) {
   const int64_t pixels = product(p.in), taps = product(p.kernel);
   const int64_t weight_bytes = p.c_in * p.c_out / p.groups * taps * 4;
   const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
-  return p.groups == 1 && taps > 1 && pixels <= 96 && weight_bytes >= (int64_t{16} << 20) &&
+  return p.dtype == DType::f32 && p.groups == 1 && taps > 1 && pixels <= 96 && weight_bytes >= (int64_t{16} << 20) &&
          col_bytes <= (int64_t{64} << 20);
 }
 

@@ -41,8 +41,10 @@ inline const CompiledKernel& weights_owner(const CompiledKernel& k) {
 std::shared_ptr<const CompiledKernel> build_kernel(const Problem& p, const Plan& plan);
 
 // Executes with packed weights; src and dst in the problem's data_format.
-void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst);
+// src and dst in the plan's data type (float, or the 16 bits of bf16 / f16).
+void execute_kernel(const CompiledKernel& k, const void* src, const float* packed, void* dst);
 // Packs user-layout weights into `out` (Plan::packed_weights_floats() floats).
-void pack_weights_into(const CompiledKernel& k, const float* weights, float* out);
+// weights in the problem's data type; packed as f32 (widening is exact).
+void pack_weights_into(const CompiledKernel& k, const void* weights, float* out);
 
 }  // namespace deconvjit::detail

@@ -13,7 +13,8 @@ int rank_of(Isa isa) { return isa == Isa::avx512_core ? 2 : isa == Isa::avx2 ? 1
 bool cpu_has(Isa isa) {
   static const Xbyak::util::Cpu cpu;
   using C = Xbyak::util::Cpu;
-  const bool avx2 = cpu.has(C::tAVX2) && cpu.has(C::tFMA);
+  // F16C converts f16 data on AVX2 (every AVX2 CPU has it).
+  const bool avx2 = cpu.has(C::tAVX2) && cpu.has(C::tFMA) && cpu.has(C::tF16C);
   switch (isa) {
     case Isa::avx2: return avx2;
     case Isa::avx512_core:
@@ -25,6 +26,13 @@ bool cpu_has(Isa isa) {
 }
 
 }  // namespace
+
+namespace detail {
+bool cpu_has_avx512_fp16() {
+  static const Xbyak::util::Cpu cpu;
+  return cpu.has(Xbyak::util::Cpu::tAVX512_FP16);
+}
+}  // namespace detail
 
 const char* to_string(Isa isa) {
   switch (isa) {

@@ -35,13 +35,15 @@ RowGeometry geometry(const Plan& pl) {
   return g;
 }
 
-// A task's row buffer. Thread-local is safe here because a task never blocks while holding it.
-float* row_scratch(size_t floats) {
-  thread_local std::unique_ptr<float[]> buf;
+// A task's row buffer, of the data type T. Thread-local is safe here because a task never blocks while
+// holding it.
+template <typename T>
+T* row_scratch(size_t elements) {
+  thread_local std::unique_ptr<T[]> buf;
   thread_local size_t cap = 0;
-  if (cap < floats) {
-    buf.reset(new float[floats]);
-    cap = floats;
+  if (cap < elements) {
+    buf.reset(new T[elements]);
+    cap = elements;
   }
   return buf.get();
 }
@@ -61,6 +63,10 @@ class ScratchPool {
       if (buf_) pool_->give_back(std::move(buf_), cap_);
     }
     float* get() const { return buf_.get(); }
+    template <typename T>
+    T* as() const {
+      return reinterpret_cast<T*>(buf_.get());
+    }
 
    private:
     ScratchPool* pool_;
@@ -75,6 +81,11 @@ class ScratchPool {
 
   // Best fit: with first fit, a small src copy could take the large buffer and send the dst copy that
   // follows to a fresh allocation (and its page faults) on every call.
+  // Room for `elements` of type T.
+  template <typename T>
+  Lease take_for(size_t elements) {
+    return take((elements * sizeof(T) + sizeof(float) - 1) / sizeof(float));
+  }
   Lease take(size_t floats) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -121,8 +132,9 @@ Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t)
 }
 
 // Row buffer [image][x - x0][channel] -> NCX rows: each channel's run of x is written contiguously.
-void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const RowPart& part,
-                      const float* buf, float* dst) {
+template <typename T>
+void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const RowPart& part, const T* buf,
+                      T* dst) {
   const auto& a = pl.axes;
   const int64_t out_sp = a[0].out * a[1].out * a[2].out;
   const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
@@ -135,8 +147,10 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
                     out_sp, part.x1 - part.x0, channels);
 }
 
-void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass,
-              const float* src, const float* packed, float* dst) {
+// T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert.
+template <typename T>
+void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass, const T* src,
+              const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const Task t = decompose(pl, geo, static_cast<int64_t>(k.schedule.parts.size()), index);
@@ -152,13 +166,13 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
   // Depthwise kernels read the same channels they write.
   const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : t.g * pl.ic_per_group;
   const int64_t ic_pass = pass * pl.ic_block;
-  const float* src_row = src + t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
+  const T* src_row = src + t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
                          (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
   const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
                          ic_pass * bk.wei_ic_step +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
-  float* buf = row_buffer ? row_scratch(static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
-  float* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
+  T* buf = row_buffer ? row_scratch<T>(static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
+  T* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
                               : dst + t.n * pl.dst_n + oc0 * pl.dst_c +
                                     (t.oz * a[1].out + t.oy) * a[2].out * pl.dst_x;
   jit::KernelArgs args;
@@ -177,7 +191,8 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
 }
 
 // One pass per input-channel block (usually one); a pass finishes before the next reads its sums.
-void run_rows(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+template <typename T>
+void run_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
   const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
@@ -205,7 +220,8 @@ void for_rows(int64_t n, bool parallel, const F& f) {
 
 // depthwise_x: a task is one output row of one chunk of channels, in NCX as the user gave it. The
 // register blocks of Plan::oc_vectors channels run in function 0, a remainder in function 1 (one each).
-void run_depthwise_x(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+template <typename T>
+void run_depthwise_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const int64_t rows = a[0].out * a[1].out, cb = pl.oc_vectors;
@@ -226,9 +242,9 @@ void run_depthwise_x(const CompiledKernel& k, const float* src, const float* pac
     if (args.nblocks) k.fns[0][0](&args);
     if (channels % cb == 0) return;
     const int64_t done = channels / cb * cb;
-    args.src += done * pl.src_c;
+    args.src = static_cast<const T*>(args.src) + done * pl.src_c;
     args.wei += done * per_channel;
-    args.dst += done * pl.dst_c;
+    args.dst = static_cast<T*>(args.dst) + done * pl.dst_c;
     args.nblocks = channels % cb;
     k.fns[1][0](&args);
   };
@@ -237,7 +253,8 @@ void run_depthwise_x(const CompiledKernel& k, const float* src, const float* pac
 
 // gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of
 // one image, channel blocks innermost; a row group is Plan::rows_per_block input rows.
-void run_gemm_x(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+template <typename T>
+void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const int64_t groups = (a[1].in + pl.rows_per_block - 1) / pl.rows_per_block, planes = a[0].in;
@@ -275,7 +292,8 @@ struct HaloMap {
 
 // [rows][cols] -> [cols'][rows] for each of `images`, column c placed at cols' index map(c). A task
 // owns a chunk of rows (about 64 KiB of input) and a run of columns that share one halo row.
-void transpose(const float* in, float* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
+template <typename T>
+void transpose(const T* in, T* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
                const HaloMap& map) {
   const int64_t chunk = std::max<int64_t>(8, 16384 / std::max<int64_t>(map.x, 1) / 8 * 8);
   const int64_t chunks = (rows + chunk - 1) / chunk, runs = cols / map.x;
@@ -301,7 +319,8 @@ size_t prepared_src_floats(const CompiledKernel& k) {
   return static_cast<size_t>(p.src_elements() / p.in.back() * map.padded(p.in.back()));
 }
 
-void prepare_src(const CompiledKernel& k, const float* src, float* out) {
+template <typename T>
+void prepare_src(const CompiledKernel& k, const T* src, T* out) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
   const int64_t c = p.c_in, x = p.in.back();
@@ -311,14 +330,14 @@ void prepare_src(const CompiledKernel& k, const float* src, float* out) {
     transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map);
   } else {
     for_rows(rows, pl.parallel, [&](int64_t r) {
-      std::memcpy(out + (r * xp + map.left) * c, src + r * x * c, sizeof(float) * x * c);
+      std::memcpy(out + (r * xp + map.left) * c, src + r * x * c, sizeof(T) * x * c);
     });
   }
   if (pl.has_halo())
     for_rows(rows, pl.parallel, [&](int64_t r) {
-      float* row = out + r * xp * c;
-      std::fill(row, row + map.left * c, 0.f);
-      std::fill(row + (map.left + x) * c, row + xp * c, 0.f);
+      T* row = out + r * xp * c;  // all-zero bits: +0 in every type
+      std::fill(row, row + map.left * c, T{0});
+      std::fill(row + (map.left + x) * c, row + xp * c, T{0});
     });
 }
 
@@ -326,6 +345,7 @@ void prepare_src(const CompiledKernel& k, const float* src, float* out) {
 
 // col: the inner GEMM writes [image][input pixel][tap][C_OUT]; each output then sums its valid taps' rows
 // (a fixed order, so results do not depend on threads).
+// f32 only (plan.cpp): the sums below are C++.
 void execute_col(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
@@ -369,23 +389,31 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
   });
 }
 
-void execute_kernel(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+template <typename T>
+void execute_typed(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Problem& p = k.problem;
-  if (k.plan.algorithm == Algorithm::col) return execute_col(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::depthwise_x) return run_depthwise_x(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::gemm_x) return run_gemm_x(k, src, packed, dst);
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;
   if (k.plan.copies_src()) {
-    src_copy.emplace(pool.take(prepared_src_floats(k)));  // NOLINT: moved in
-    prepare_src(k, src, src_copy->get());
-    src = src_copy->get();
+    src_copy.emplace(pool.take_for<T>(prepared_src_floats(k)));  // NOLINT: moved in
+    prepare_src(k, src, src_copy->as<T>());
+    src = src_copy->as<T>();
   }
   if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, src, packed, dst);
   const int64_t out_sp = p.dst_elements() / (p.batch * p.c_out);
-  ScratchPool::Lease dst_nxc = pool.take(static_cast<size_t>(p.dst_elements()));
-  run_rows(k, src, packed, dst_nxc.get());
-  transpose(dst_nxc.get(), dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
+  ScratchPool::Lease dst_nxc = pool.take_for<T>(static_cast<size_t>(p.dst_elements()));
+  run_rows(k, src, packed, dst_nxc.as<T>());
+  transpose(dst_nxc.as<T>(), dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
+}
+
+void execute_kernel(const CompiledKernel& k, const void* src, const float* packed, void* dst) {
+  if (k.plan.algorithm == Algorithm::col)
+    return execute_col(k, static_cast<const float*>(src), packed, static_cast<float*>(dst));
+  if (k.plan.dtype == DType::f32)
+    return execute_typed(k, static_cast<const float*>(src), packed, static_cast<float*>(dst));
+  execute_typed(k, static_cast<const uint16_t*>(src), packed, static_cast<uint16_t*>(dst));
 }
 
 }  // namespace deconvjit::detail

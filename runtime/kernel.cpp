@@ -12,6 +12,7 @@
 #include "jit/deconv_kernels.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/cpu.hpp"
 #include "runtime/hints.hpp"
 #include "runtime/tuning_db.hpp"
 #include "runtime/disk_cache.hpp"
@@ -65,6 +66,20 @@ void cache_set_capacity(size_t c) { detail::KernelCache::instance().set_capacity
 namespace detail {
 namespace {
 
+}  // namespace
+
+// Accumulation in halves is an opt-in for speed that only avx512_fp16 gives (validated in resolve()).
+void check_accumulation(const Problem& p, Isa isa) {
+  if (p.accumulation == DType::f32) return;
+  if (isa != Isa::avx512_core || !cpu_has_avx512_fp16())
+    throw Error(Error::Kind::Unsupported, std::string("accumulation f16 needs avx512_fp16 (vfmadd*ph); ") +
+                                              (isa != Isa::avx512_core ? "the ISA cap is " + std::string(to_string(isa))
+                                                                       : std::string("this CPU lacks it")));
+  throw Error(Error::Kind::Unsupported, "accumulation f16 has no kernels yet; use accumulation f32");
+}
+
+namespace {
+
 // The descriptor exactly as given (name aside), as bytes: equal bytes mean an equal problem, so a
 // repeated compile() can find its kernel without validating again (resolve() costs microseconds).
 std::string raw_key(const Descriptor& d, Isa isa, const TuningHints& h) {
@@ -80,7 +95,7 @@ std::string raw_key(const Descriptor& d, Isa isa, const TuningHints& h) {
   put(d.groups ? *d.groups : -1);
   for (int e : {static_cast<int>(d.auto_pad), static_cast<int>(d.data_format),
                 static_cast<int>(d.weights_format), static_cast<int>(d.dtype),
-                static_cast<int>(d.weights_dtype), static_cast<int>(isa)})
+                static_cast<int>(d.weights_dtype), static_cast<int>(d.accumulation), static_cast<int>(isa)})
     put(e);
   return k + hints_key_text(h);
 }
@@ -95,9 +110,7 @@ Kernel compile(const Descriptor& d, const Options& options) {
   auto problem = [&]() -> const Problem& {
     if (!p) {
       p = resolve(d);
-      if (p->dtype != DType::f32)
-        throw Error(Error::Kind::Unsupported, std::string("dtype ") + to_string(p->dtype) +
-                                                  " is not supported yet (only f32 is compiled)");
+      detail::check_accumulation(*p, isa);
     }
     return *p;
   };
@@ -154,7 +167,7 @@ PackedWeights Kernel::pack_weights(ConstBuffer weights) const {
   pw.bytes_ = floats * sizeof(float);
   pw.kernel_name_ = impl_->plan.name;
   pw.layout_ = impl_->plan.packing;
-  detail::pack_weights_into(*impl_, static_cast<const float*>(weights.data), pw.data_.get());
+  detail::pack_weights_into(*impl_, weights.data, pw.data_.get());
   return pw;
 }
 
@@ -170,8 +183,7 @@ void Kernel::execute(ConstBuffer src, const PackedWeights& w, Buffer dst) const 
     throw Error(Error::Kind::InvalidArgument, "execute: weights were packed for kernel '" +
                                                   w.kernel_name() + "', not '" + impl_->plan.name + "'");
   const auto t0 = detail::Clock::now();
-  detail::execute_kernel(*impl_, static_cast<const float*>(src.data), w.data(),
-                         static_cast<float*>(dst.data));
+  detail::execute_kernel(*impl_, src.data, w.data(), dst.data);
   if (detail::verbose())
     std::fprintf(stderr, "deconvjit: execute %s %.3f ms\n", impl_->plan.name.c_str(),
                  detail::ms_since(t0));

@@ -5,18 +5,23 @@
 #include <array>
 
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/half.hpp"
 
 namespace deconvjit::detail {
 namespace {
 
+// The user's weights in the problem's data type; at() widens to f32, which is exact for bf16 and f16.
 struct UserWeights {
-  const float* w;
+  const void* w;
+  DType type;
   WeightsFormat fmt;
   int64_t c_in, ic_g, oc_g, taps;  // taps = prod(kernel)
 
   float at(int64_t g, int64_t ic, int64_t oc, int64_t k) const {
-    if (fmt == WeightsFormat::XIO) return w[(k * oc_g + oc) * c_in + g * ic_g + ic];
-    return w[((g * ic_g + ic) * oc_g + oc) * taps + k];  // OIX and GOIX share this memory order
+    const int64_t i = fmt == WeightsFormat::XIO ? (k * oc_g + oc) * c_in + g * ic_g + ic
+                                                : ((g * ic_g + ic) * oc_g + oc) * taps + k;  // OIX, GOIX
+    return type == DType::f32 ? static_cast<const float*>(w)[i]
+                              : static_cast<float>(load_element(w, type, i));
   }
 };
 
@@ -67,14 +72,14 @@ void pack_gemm_x(const Plan& pl, const UserWeights& uw, float* out) {
 
 }  // namespace
 
-void pack_weights_into(const CompiledKernel& k, const float* weights, float* out) {
+void pack_weights_into(const CompiledKernel& k, const void* weights, float* out) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
   std::array<int64_t, 3> kd{1, 1, 1};  // the user's kernel dims, z y x
   for (int i = 0; i < p.spatial_rank; ++i) kd[3 - p.spatial_rank + i] = p.kernel[i];
-  const UserWeights uw{weights, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
+  const UserWeights uw{weights, p.dtype, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
                        kd[0] * kd[1] * kd[2]};
-  if (pl.algorithm == Algorithm::col) return pack_col_weights(k, weights, out);
+  if (pl.algorithm == Algorithm::col) return pack_col_weights(k, static_cast<const float*>(weights), out);
   if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
   if (pl.algorithm == Algorithm::depthwise_x) return pack_depthwise_x(pl, uw, kd, out);
   if (pl.algorithm == Algorithm::gemm_x) return pack_gemm_x(pl, uw, out);

@@ -152,6 +152,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
                                       "in_kernel, scratch)");
+  check_hint(p.dtype == DType::f32, "layout in_kernel stores with f32 scatters: f32 data only");
   check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
              "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");
   return LayoutPath::ncx_in_kernel;
@@ -352,6 +353,8 @@ void choose_ic_blocks(Plan& pl, const TuningHints& h) {
   const bool possible = (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm) &&
                         (pl.layout == LayoutPath::nxc || pl.layout == LayoutPath::ncx_via_scratch);
   check_hint(possible, "ic_block needs the direct or gemm family and NXC data (or NCX layout scratch)");
+  // Later passes resume from dst: in a 16-bit type the partial sums would be rounded on the way.
+  check_hint(pl.dtype == DType::f32, "ic_block splits the reduction through dst: f32 data only");
   check_hint(pl.ic_per_group % h.ic_block == 0,
              "ic_block must divide C_IN/G (" + std::to_string(pl.ic_per_group) + ")");
   pl.ic_block = h.ic_block;
@@ -477,6 +480,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   Plan pl;
   pl.isa = isa;
   pl.lanes = vector_lanes(isa);
+  pl.dtype = p.dtype;
   pl.user_layout = p.data_format;
   const int off = 3 - p.spatial_rank;
   for (int i = 0; i < p.spatial_rank; ++i) pl.axes[off + i] = make_axis(p, i);
@@ -491,6 +495,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   // NXC-shaped destination: one decision each, made once. col is the default only without any hint: a
   // tile or layout hint keeps the row families, which can honour it.
   if (h.algorithm == "col" || (h.empty() && col_preferred(p))) {
+    // Its col2im sums in C++: f32 only, so no arithmetic on 16-bit data leaves generated code.
+    check_hint(p.dtype == DType::f32, "algorithm col is f32 only");
     plan_col(pl, p, isa, h);
   } else {
     const Algorithm family = choose_algorithm(p, pl.axes[2], LayoutPath::nxc, h);

@@ -57,6 +57,10 @@ struct BlockKind {
 struct Plan {
   Isa isa = Isa::avx2;
   int lanes = 8;
+  // Element type of src and dst as the kernel reads and writes them (and of every copy of them: row
+  // buffers, NXC scratch). Sums are f32 in registers; packed weights are f32 in every type (widened
+  // exactly when packed), so only loads of src and stores of dst convert.
+  DType dtype = DType::f32;
   Algorithm algorithm = Algorithm::direct;
   DataFormat user_layout = DataFormat::NXC;
   LayoutPath layout = LayoutPath::nxc;
@@ -109,6 +113,7 @@ struct Plan {
   // Every choice above as hints: make_plan(problem, isa, choices) makes this plan again.
   TuningHints choices;
 
+  int64_t elem_bytes() const { return dtype == DType::f32 ? 4 : 2; }
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.

@@ -94,6 +94,7 @@ std::string Plan::to_json() const {
   nlohmann::ordered_json j;
   j["name"] = name;
   j["isa"] = deconvjit::to_string(isa);
+  j["dtype"] = deconvjit::to_string(dtype);  // src and dst; packed weights are f32
   j["choices"] = nlohmann::ordered_json::parse(deconvjit::to_json(choices));
   j["algorithm"] = to_string(algorithm);
   j["layout"] = to_string(layout);

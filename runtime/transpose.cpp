@@ -70,4 +70,22 @@ void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_
     for (int64_t r = 0; r < rf; r += 8) tile8_partial(in + r * is + cf, is, out + cf * os + r, os, 8, cols - cf);
 }
 
+// 16-bit elements (bf16, f16) move as bits: 16x16 tiles of plain copies, each tile's lines finished on
+// the side with the larger stride, as above.
+void transpose_block(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 16;
+  auto tile = [&](int64_t r0, int64_t c0) {
+    const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t r = r0; r < r1; ++r) out[c * os + r] = in[r * is + c];
+  };
+  if (os > is) {
+    for (int64_t c = 0; c < cols; c += kTile)
+      for (int64_t r = 0; r < rows; r += kTile) tile(r, c);
+  } else {
+    for (int64_t r = 0; r < rows; r += kTile)
+      for (int64_t c = 0; c < cols; c += kTile) tile(r, c);
+  }
+}
+
 }  // namespace deconvjit::detail

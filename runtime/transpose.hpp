@@ -8,5 +8,7 @@ namespace deconvjit::detail {
 
 void transpose_block(const float* in, int64_t in_stride, float* out, int64_t out_stride, int64_t rows,
                      int64_t cols);
+void transpose_block(const uint16_t* in, int64_t in_stride, uint16_t* out, int64_t out_stride, int64_t rows,
+                     int64_t cols);
 
 }  // namespace deconvjit::detail

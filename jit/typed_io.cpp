@@ -1,0 +1,116 @@
+// Moving bf16 / f16 elements between memory and f32 registers (see Generator::set_io). Widening is exact
+// (bf16: a 16-bit shift; f16: vcvtph2ps). Narrowing rounds to nearest even: f16 through vcvtps2ph, bf16
+// with integer arithmetic, because vcvtneps2bf16 flushes subnormal inputs and results to zero and AVX2
+// has no such instruction. Masked accesses touch only the lanes asked for: AVX-512 through opmasks on
+// words, AVX2 one word at a time (only the ragged edges of rows and channel tails take that path).
+#include "jit/generator.hpp"
+
+namespace deconvjit::jit {
+
+using namespace Xbyak;
+
+namespace {
+// The bf16 rounding constants, one 64-byte row each (AVX2 reads the first 32 bytes).
+constexpr int kOne = 0, kHalfMinusOne = 64, kQuiet = 128;
+Xmm half_of(const Xmm& v, bool zmm) { return zmm ? Xmm(Ymm(v.getIdx())) : Xmm(v.getIdx()); }
+}  // namespace
+
+Address Generator::io_lane(const Address& a, int lane) const { return word[a.getRegExp() + 2 * lane]; }
+
+void Generator::widen_io(const Xmm& v) {
+  if (io_type_ == DType::bf16) {
+    vpmovzxwd(v, half_of(v, io_zmm_));
+    vpslld(v, v, 16);
+  } else {
+    vcvtph2ps(v, half_of(v, io_zmm_));
+  }
+}
+
+void Generator::load_io(const Xmm& v, const Address& a) {
+  if (io_type_ == DType::bf16) {
+    vpmovzxwd(v, a);
+    vpslld(v, v, 16);
+  } else {
+    vcvtph2ps(v, a);
+  }
+}
+
+void Generator::load_io_lanes(const Xmm& v, const Address& a, int lo, int hi, const Opmask& k) {
+  if (io_zmm_) {
+    vmovdqu16(Ymm(v.getIdx()) | k | T_z, a);
+  } else {
+    const Xmm x(v.getIdx());
+    vpxor(x, x, x);
+    for (int i = lo; i < hi; ++i) vpinsrw(x, x, io_lane(a, i), static_cast<uint8_t>(i));
+  }
+  widen_io(v);
+}
+
+void Generator::broadcast_io(const Xmm& v, const Address& a) {
+  if (io_type_ == DType::bf16) {
+    vpbroadcastw(v, io_lane(a, 0));
+    vpslld(v, v, 16);
+  } else {
+    vpbroadcastw(half_of(v, io_zmm_), io_lane(a, 0));
+    vcvtph2ps(v, half_of(v, io_zmm_));
+  }
+}
+
+// bf16: add 0x7fff plus the lowest kept bit, keep the upper half; NaNs keep their upper half, made quiet
+// (the addition could carry a NaN with a small payload into infinity).
+void Generator::narrow_io(const Xmm& v, const Xmm& t1, const Xmm& t2) {
+  const Address one = ptr[rip + l_io_table_ + kOne], bias = ptr[rip + l_io_table_ + kHalfMinusOne],
+                quiet = ptr[rip + l_io_table_ + kQuiet];
+  if (io_type_ == DType::f16) {
+    vcvtps2ph(half_of(t1, io_zmm_), v, 0);  // imm 0: round to nearest even
+    return;
+  }
+  vpsrld(t1, v, 16);
+  if (io_zmm_) {
+    vpandd(t1, t1, one);
+    vpaddd(t1, t1, v);
+    vpaddd(t1, t1, bias);
+    vpsrld(t1, t1, 16);
+    vcmpps(k6, v, v, 3);  // unordered: NaN
+    vpsrld(t1 | k6, v, 16);
+    vpord(t1 | k6, t1, quiet);
+    return;
+  }
+  vpand(t1, t1, one);
+  vpaddd(t1, t1, v);
+  vpaddd(t1, t1, bias);
+  vpsrld(t1, t1, 16);
+  vcmpunordps(t2, v, v);
+  vpsrld(v, v, 16);
+  vpor(v, v, quiet);
+  vblendvps(t1, t1, v, t2);
+  vpackusdw(t1, t1, t1);  // per 128-bit lane: the four words twice
+  vpermq(Ymm(t1.getIdx()), Ymm(t1.getIdx()), 0x08);
+}
+
+void Generator::store_io(const Address& a, const Xmm& v, const Xmm& t1, const Xmm& t2) {
+  if (io_zmm_ && io_type_ == DType::f16) return vcvtps2ph(a, v, 0);
+  narrow_io(v, t1, t2);
+  if (io_zmm_)
+    vpmovdw(a, t1);
+  else
+    vmovdqu(a, Xmm(t1.getIdx()));
+}
+
+void Generator::store_io_lanes(const Address& a, const Xmm& v, int lo, int hi, const Opmask& k, const Xmm& t1,
+                               const Xmm& t2) {
+  if (io_zmm_ && io_type_ == DType::f16) return vcvtps2ph(a | k, v, 0);
+  narrow_io(v, t1, t2);
+  if (io_zmm_) return vpmovdw(a | k, t1);
+  for (int i = lo; i < hi; ++i) vpextrw(io_lane(a, i), Xmm(t1.getIdx()), static_cast<uint8_t>(i));
+}
+
+void Generator::emit_io_table() {
+  if (!io16()) return;
+  align(64);
+  L(l_io_table_);
+  for (uint32_t c : {1u, 0x7fffu, 0x40u})
+    for (int i = 0; i < 16; ++i) dd(c);
+}
+
+}  // namespace deconvjit::jit
