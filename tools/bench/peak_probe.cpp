@@ -220,7 +220,9 @@ double scaled(double one, double all, int threads, int hw) {
 }
 }  // namespace
 
-double peak_gflops(const PeakNumbers& peak, Isa isa, int threads) {
+double peak_gflops(const PeakNumbers& peak, Isa isa, int threads, DType accumulation) {
+  if (accumulation == DType::f16 && isa == Isa::avx512_core && peak.has_avx512_fp16)
+    return scaled(peak.f16_fma_1t, peak.f16_fma_nt, threads, peak.threads);
   if (isa == Isa::avx512_core && peak.has_avx512) return scaled(peak.zmm_1t, peak.zmm_nt, threads, peak.threads);
   return scaled(peak.ymm_1t, peak.ymm_nt, threads, peak.threads);
 }

@@ -195,8 +195,8 @@ void time_problem(const Context& ctx, bench::ProblemResult& row, const std::vect
 }
 
 // Roofline: a row is memory-bound when it does fewer flops per byte than the machine's balance point.
-void add_rates(const Context& ctx, const bench::ProblemResult& row, bench::LayoutResult& l) {
-  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads);
+void add_rates(const Context& ctx, const Problem& p, const bench::ProblemResult& row, bench::LayoutResult& l) {
+  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads, p.accumulation);
   const double bandwidth = bench::peak_bandwidth(ctx.peak, ctx.threads);
   l.gflops = row.gflop / (l.ours_ms * 1e-3);
   l.peak_pct = peak > 0 ? 100 * l.gflops / peak : -1;
@@ -250,7 +250,7 @@ bench::ProblemResult bench_case(const Context& ctx, const bench::BenchCase& c) {
   }
   if (ours.empty()) return row;
   time_problem(ctx, row, ours);
-  for (const Prepared& o : ours) add_rates(ctx, row, *o.result);
+  for (const Prepared& o : ours) add_rates(ctx, o.p, row, *o.result);
   bench::compare(row);
   return row;
 }
