@@ -103,7 +103,7 @@ void add_isa_option(CLI::App& sub, std::string& isa) {
   sub.add_option("--isa", isa, "highest ISA to use: best, avx2 or avx512_core")->capture_default_str();
 }
 
-std::vector<float> read_f32_file(const std::string& path, int64_t elements, const std::string& what) {
+bench::TypedBuffer read_tensor_file(const std::string& path, int64_t elements, DType t, const std::string& what) {
   struct stat st {};
   // Judged before the open, which would block on a FIFO: the size check needs a regular file anyway.
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
@@ -111,14 +111,14 @@ std::vector<float> read_f32_file(const std::string& path, int64_t elements, cons
   const detail::FileDescriptor fd = open_input(path, what + " file ", st);
   if (!S_ISREG(st.st_mode)) file_error(Error::Kind::InvalidArgument, what + " file ", path, "it is not a regular file");
   const int64_t actual = st.st_size;
-  const int64_t expected = elements * static_cast<int64_t>(sizeof(float));  // resolve() bounds the product
+  const int64_t expected = elements * static_cast<int64_t>(dtype_size(t));  // resolve() bounds the product
   if (actual != expected) {
     throw Error(Error::Kind::InvalidArgument, what + " file '" + path + "' has " + std::to_string(actual) +
                                                   " bytes, expected " + std::to_string(expected) + " (" +
-                                                  std::to_string(elements) + " f32 values)");
+                                                  std::to_string(elements) + " " + to_string(t) + " values)");
   }
-  std::vector<float> data(static_cast<size_t>(elements));
-  // x86-64 is little-endian, so the file's bytes are the floats' bytes.
+  bench::TypedBuffer data(t, elements);
+  // x86-64 is little-endian, so the file's bytes are the elements' bytes (bf16 and f16: their 16 bits).
   if (!detail::pread_all(fd.get(), data.data(), static_cast<size_t>(expected), 0))
     file_error(Error::Kind::Io, what + " file ", path, errno ? std::strerror(errno) : "it shrank while being read");
   return data;
@@ -147,12 +147,14 @@ void write_file_atomically(const std::string& path, const void* data, size_t byt
 
 void require_tensor_memory(const Problem& p, const std::string& command, uint64_t dst_extra_bytes) {
   using namespace detail;
-  const auto src = static_cast<uint64_t>(p.src_elements()), weights = static_cast<uint64_t>(p.weights_elements());
-  const auto dst = static_cast<uint64_t>(p.dst_elements());
-  const uint64_t dst_extra = dst > UINT64_MAX / std::max<uint64_t>(dst_extra_bytes, 1) ? UINT64_MAX : dst * dst_extra_bytes;
-  require_memory(add_bytes({float_bytes(src), float_bytes(weights), float_bytes(weights), float_bytes(dst), dst_extra}),
-                 "'" + command + "' on this problem (src " + std::to_string(float_bytes(src)) + " bytes, weights " +
-                     std::to_string(float_bytes(weights)) + ", dst " + std::to_string(float_bytes(dst)) + ")");
+  const auto width = static_cast<int64_t>(dtype_size(p.dtype));
+  const uint64_t src = size_product({p.src_elements(), width}), weights = size_product({p.weights_elements(), width});
+  const uint64_t dst = size_product({p.dst_elements(), width});
+  const uint64_t packed = float_bytes(static_cast<uint64_t>(p.weights_elements()));
+  const uint64_t dst_extra = size_product({p.dst_elements(), static_cast<int64_t>(dst_extra_bytes)});
+  require_memory(add_bytes({src, weights, packed, dst, dst_extra}),
+                 "'" + command + "' on this problem (src " + std::to_string(src) + " bytes, weights " +
+                     std::to_string(weights) + ", dst " + std::to_string(dst) + ")");
 }
 
 void run_with_threads(int threads, const std::function<void()>& body) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/typed_buffer.hpp"
 #include "deconvjit/deconvjit.hpp"
 
 namespace deconvjit::cli {
@@ -41,15 +42,17 @@ void add_isa_option(CLI::App& sub, std::string& isa);  // --isa NAME, default "b
 void add_hints_option(CLI::App& sub, std::string& hints);
 TuningHints load_hints(const std::string& hints);  // "" = none
 
-// Reads a raw little-endian f32 file that must hold exactly `elements` floats. `what` names the operand in
-// the error, which also gives the expected and actual byte counts.
-std::vector<float> read_f32_file(const std::string& path, int64_t elements, const std::string& what);
+// Reads a raw little-endian file that must hold exactly `elements` values of type `t` (4 bytes for f32, 2
+// for f16 and bf16). `what` names the operand in the error, which also gives the expected and actual byte
+// counts and the type.
+bench::TypedBuffer read_tensor_file(const std::string& path, int64_t elements, DType t, const std::string& what);
 // Writes through a temporary file in the same directory and renames it, so `path` is either untouched or
 // complete.
 void write_file_atomically(const std::string& path, const void* data, size_t bytes);
 
-// Throws Error(InvalidDescriptor) saying how many bytes `command` needs when the problem's src, weights (twice:
-// as given and packed), dst and `dst_extra_bytes` per dst element exceed this machine's memory: checked
+// Throws Error(InvalidDescriptor) saying how many bytes `command` needs when the problem's src, weights (as
+// given, in the problem's type, and packed, counted as f32: the widest a kernel may pack them), dst and
+// `dst_extra_bytes` per dst element exceed this machine's memory: checked
 // before anything is allocated, so a too-large problem is the user's error, not std::bad_alloc.
 void require_tensor_memory(const Problem& p, const std::string& command, uint64_t dst_extra_bytes = 0);
 

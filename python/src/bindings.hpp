@@ -34,6 +34,9 @@ py::dict problem_dict(const Problem& p);
 void bind_kernel(py::module_& m);
 double time_kernel(const Kernel& k, py::handle x, py::handle w, double min_time, int threads, uint64_t seed);
 
+// bf16.cpp: deconvjit.to_bf16 / from_bf16, between float arrays and uint16 arrays of bf16 bits.
+void bind_bf16(py::module_& m);
+
 // arrays.cpp: numpy arrays as the library's typed buffers.
 // f32 = float32, f16 = float16, bf16 = uint16 holding the bits.
 py::dtype numpy_dtype(DType t);

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "bench/timing.hpp"
+#include "bench/typed_buffer.hpp"
 #include "bindings.hpp"
 
 namespace deconvjit::python {
@@ -67,29 +68,28 @@ PyPacked pack(const Kernel& k, py::handle w) {
 
 }  // namespace
 
-// The median `deconvjit bench` prints for this kernel: the same operands when x and w are not given
-// (64-byte aligned, seeded like bench's --seed), packed weights, and bench's timing loop
+// The median `deconvjit bench` prints for this kernel: the same operands when x and w are not given (in the
+// problem's dtype, 64-byte aligned, seeded like bench's --seed), packed weights, and bench's timing loop
 // (bench::interleaved_medians with one variant), in an arena of `threads` threads (0 = all).
 double time_kernel(const Kernel& k, py::handle x, py::handle w, double min_time, int threads, uint64_t seed) {
   if (!(min_time >= 0 && min_time <= 3600)) invalid_argument("time: min_time must be in [0, 3600] seconds");
   if (threads < 0) invalid_argument("time: threads must be >= 0");
   const Problem& p = k.problem();
-  bench::AlignedFloats src = bench::aligned_floats(p.src_elements());
-  bench::AlignedFloats weights = bench::aligned_floats(p.weights_elements());
-  bench::AlignedFloats dst = bench::aligned_floats(p.dst_elements());
-  bench::fill_random(src.get(), p.src_elements(), seed);
-  bench::fill_random(weights.get(), p.weights_elements(), ~seed);
+  bench::TypedBuffer src(p.dtype, p.src_elements()), weights(p.dtype, p.weights_elements());
+  bench::TypedBuffer dst(p.dtype, p.dst_elements());
+  bench::fill_random(src, seed);
+  bench::fill_random(weights, ~seed);
   py::array user_src;
-  ConstBuffer src_view(src.get(), static_cast<size_t>(p.src_elements()));
+  ConstBuffer src_view = src.view();
   if (!x.is_none()) {
     user_src = input_array(x, "x", p.dtype, p.src_shape);
     src_view = const_view(user_src, p.dtype);
   }
-  const Buffer dst_view(dst.get(), static_cast<size_t>(p.dst_elements()));
+  const Buffer dst_view = dst.view();
   PackedWeights own;
   const PackedWeights* packed = &own;
   if (w.is_none()) {
-    own = k.pack_weights(ConstBuffer(weights.get(), static_cast<size_t>(p.weights_elements())));
+    own = k.pack_weights(weights.view());
   } else {
     const WeightsArg arg = weights_arg(w, p);
     if (arg.packed) packed = arg.packed;

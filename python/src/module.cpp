@@ -77,11 +77,12 @@ PYBIND11_MODULE(deconvjit, m) {
   namespace dj = deconvjit;
   m.doc() =
       "Transposed convolutions compiled to x86-64 machine code at run time. Descriptors are dicts or JSON "
-      "strings with the CLI's fields; arrays are numpy arrays in the descriptor's layouts (f32: float32, "
-      "f16: float16, bf16: uint16 holding the bits).";
+      "strings with the CLI's fields; arrays are numpy arrays in the descriptor's layouts and dtype (f32: "
+      "float32, f16: float16, bf16: uint16 holding the bits; to_bf16 and from_bf16 convert).";
   m.attr("__version__") = dj::version();
   register_errors(m);
   bind_kernel(m);
+  bind_bf16(m);
   m.def("shape", &shape, py::arg("desc"),
         "The output shape and resolved pads, as `deconvjit shape` prints them: {dst, pads_begin, pads_end}.");
   m.def("compile", &compile_kernel, py::arg("desc"), py::arg("hints") = py::none(), py::arg("isa") = py::none(),
@@ -93,8 +94,8 @@ PYBIND11_MODULE(deconvjit, m) {
   m.def("reference", &reference_result, py::arg("desc"), py::arg("x"), py::arg("w"),
         "The scalar oracle: accumulates in double, rounds to the output type. Slow.");
   m.def("peak", &peak, py::arg("min_time") = 0.25,
-        "This machine's FMA peak (GFLOP/s) and triad bandwidth (GB/s), as `deconvjit peak --json`. Takes "
-        "about 6 * min_time seconds.");
+        "This machine's FMA peak (GFLOP/s; also the f16 FMA and bf16 dot product where the CPU has them) "
+        "and triad bandwidth (GB/s), as `deconvjit peak --json`. Takes about 6 to 10 * min_time seconds.");
   m.def("time", &time_kernel, py::arg("kernel"), py::arg("x") = py::none(), py::arg("w") = py::none(),
         py::kw_only(), py::arg("min_time") = 0.2, py::arg("threads") = 0, py::arg("seed") = 1,
         "kernel.time(x, w, ...): the median milliseconds `deconvjit bench` prints.");

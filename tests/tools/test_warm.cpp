@@ -267,5 +267,67 @@ TEST_F(Warm, IrLayerWithComputedOutputShapeFailsWithAReason) {
                        "'out_shape' of type ShapeOf"), std::string::npos) << r.out;
 }
 
+// One ConvolutionBackpropData fed by a Parameter and a Const. Its element type is written as `precision` on
+// every port (none when empty) and as `element_type` on the Parameter and the Const (none when empty).
+std::string typed_ir(const std::string& precision, const std::string& element_type) {
+  auto port = [&](int id, std::vector<int> dims) {
+    std::string s = "<port id=\"" + std::to_string(id) + "\"" +
+                    (precision.empty() ? "" : " precision=\"" + precision + "\"") + ">";
+    for (int d : dims) s += "<dim>" + std::to_string(d) + "</dim>";
+    return s + "</port>";
+  };
+  const std::string type = element_type.empty() ? "" : " element_type=\"" + element_type + "\"";
+  return "<?xml version=\"1.0\"?>\n<net name=\"typed\" version=\"11\"><layers>"
+         "<layer id=\"0\" name=\"x\" type=\"Parameter\" version=\"opset1\"><data shape=\"1,4,5,5\"" + type +
+         "/><output>" + port(0, {1, 4, 5, 5}) + "</output></layer>"
+         "<layer id=\"1\" name=\"w\" type=\"Const\" version=\"opset1\"><data shape=\"4,2,3,3\" offset=\"0\" "
+         "size=\"144\"" + type + "/><output>" + port(0, {4, 2, 3, 3}) + "</output></layer>"
+         "<layer id=\"2\" name=\"up\" type=\"ConvolutionBackpropData\" version=\"opset1\"><data strides=\"2,2\" "
+         "pads_begin=\"0,0\" pads_end=\"0,0\" dilations=\"1,1\"/><input>" + port(0, {1, 4, 5, 5}) +
+         port(1, {4, 2, 3, 3}) + "</input><output>" + port(2, {1, 2, 11, 11}) + "</output></layer></layers><edges>"
+         "<edge from-layer=\"0\" from-port=\"0\" to-layer=\"2\" to-port=\"0\"/>"
+         "<edge from-layer=\"1\" from-port=\"0\" to-layer=\"2\" to-port=\"1\"/></edges></net>\n";
+}
+
+// The element type reaches the descriptor from the ports' precision or, where the ports name none, from the
+// layers feeding them; the dry run shows the canonical descriptor, so this holds before the kernels exist.
+TEST_F(Warm, IrElementTypesBecomeTheDescriptorsDtype) {
+  const struct {
+    const char *precision, *element_type, *dtype;
+  } cases[] = {{"BF16", "", "bf16"}, {"FP16", "f16", "f16"}, {"", "bf16", "bf16"}, {"", "f16", "f16"},
+               {"", "", "f32"}, {"FP32", "f32", "f32"}};
+  int n = 0;
+  std::string not_compiled;
+  for (const auto& c : cases) {
+    const std::string xml = path("typed" + std::to_string(n++) + ".xml").string();
+    SCOPED_TRACE(xml + ": precision '" + c.precision + "', element_type '" + c.element_type + "'");
+    std::ofstream(xml) << typed_ir(c.precision, c.element_type);
+    const Result dry = run(warm_args(xml) + " --dry-run");
+    EXPECT_EQ(dry.code, 0) << dry.out << dry.err;
+    EXPECT_NE(dry.out.find(std::string("\"dtype\":\"") + c.dtype + "\""), std::string::npos) << dry.out;
+
+    const Result r = run(warm_args(xml));
+    if (r.code == 1 && r.out.find("not supported") != std::string::npos) {
+      not_compiled += std::string(" ") + c.dtype;  // the dtype was checked above; the entry waits for a kernel
+      continue;
+    }
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    bool found = false;
+    for (const DiskCacheEntry& e : disk_cache_entries(cache_))
+      found = found || (e.descriptor.find("\"dtype\":\"" + std::string(c.dtype) + "\"") != std::string::npos &&
+                        e.descriptor.find("\"src\":[1,4,5,5]") != std::string::npos);
+    EXPECT_TRUE(found) << "no cache entry with dtype " << c.dtype;
+  }
+  if (!not_compiled.empty()) GTEST_SKIP() << "warming skipped, no kernel yet for:" << not_compiled;
+}
+
+TEST_F(Warm, IrLayerOfAnotherElementTypeFailsNamingIt) {
+  std::ofstream(path("int8.xml")) << typed_ir("", "i8");
+  const Result r = run(warm_args(path("int8.xml").string()));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("failed: " + path("int8.xml").string() + ":up: element type i8 is not a floating-point "
+                       "type this library knows (f32, f16, bf16)"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace deconvjit::testing

@@ -28,19 +28,22 @@ const char* to_string(OnednnRun run);
 
 class OnednnDeconv {
  public:
-  // Builds the plain primitives for both layouts and the `any` one. `src` and `dst` are the caller's buffers
-  // in the problem's data_format (`weights` in its weights_format); the other layout's tensors and the
-  // `any` tensors belong to this object, filled once by reorders from `src`. Returns null and sets `why`
-  // when oneDNN cannot express the problem (for example negative pads) or refuses it.
-  static std::unique_ptr<OnednnDeconv> create(const Problem& p, const float* src, const float* weights,
-                                              float* dst, std::string* why);
+  // Builds the plain primitives for both layouts and the `any` one, in the problem's dtype. `src` and `dst`
+  // are the caller's buffers in the problem's data_format (`weights` in its weights_format), elements of
+  // its dtype; the other layout's tensors and the `any` tensors belong to this object, filled once by
+  // reorders from `src`. A variant this oneDNN has no implementation for (a 16-bit type in oneDNN 2.6) is
+  // left out (`has` says which) and `why` says "onednn: unsupported for f16". Returns null and sets `why`
+  // when there is no variant at all, or oneDNN cannot express the problem (for example negative pads).
+  static std::unique_ptr<OnednnDeconv> create(const Problem& p, const void* src, const void* weights, void* dst,
+                                              std::string* why);
   ~OnednnDeconv();
 
+  bool has(OnednnRun r) const;  // any_from_* need the `any` primitive
   void run(OnednnRun run);
   // Puts the result of the last `run(r)` into the caller's dst (reordering when `r` wrote elsewhere), so it
   // can be compared with ours. Not timed.
   void result_to_user(OnednnRun r);
-  std::string impl(OnednnRun r) const;  // oneDNN's implementation name, e.g. "jit:avx512_core"
+  std::string impl(OnednnRun r) const;  // oneDNN's implementation name, e.g. "jit:avx512_core"; "" if absent
   std::string any_src_format() const;   // the layout `any` chose for src, in oneDNN's notation ("aBcd16b")
 
  private:

@@ -110,6 +110,13 @@ Table make_table(const RunInfo& run) {
   return t;
 }
 
+// Who raced, and why oneDNN ran fewer variants or none (e.g. "onednn: unsupported for f16").
+std::string race_cell(const ProblemResult& r) {
+  std::string cell = r.race_onednn.empty() ? "" : r.race_ours + " vs " + r.race_onednn;
+  if (r.onednn_note.empty()) return cell;
+  return cell.empty() ? r.onednn_note : cell + " (" + r.onednn_note + ")";
+}
+
 // The problem's own cells (oneDNN's kernels, the race) go on its first line with a kernel only.
 void add_rows(const RunInfo& run, Table& t, const ProblemResult& r) {
   const LayoutResult* owner = nullptr;
@@ -129,7 +136,7 @@ void add_rows(const RunInfo& run, Table& t, const ProblemResult& r) {
       cells.push_back(fixed(l.onednn_any_reordered_ms, 3));
       cells.push_back(fixed(l.user_ratio, 2));
       cells.push_back(first ? fixed(r.race_ratio, 2) : "");
-      cells.push_back(first && !r.race_onednn.empty() ? r.race_ours + " vs " + r.race_onednn : "");
+      cells.push_back(first ? race_cell(r) : "");
     }
     if (run.verify) cells.push_back(l.verify);
     t.add_row(std::move(cells));

@@ -20,6 +20,7 @@
 #include "bench/suite.hpp"
 #include "bench/table.hpp"
 #include "bench/timing.hpp"
+#include "bench/typed_buffer.hpp"
 #include "cli.hpp"
 #include "runtime/tolerance.hpp"
 #if DECONVJIT_HAVE_ONEDNN
@@ -31,7 +32,6 @@ namespace {
 
 using bench::fixed;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kAgreement = 1e-3;  // oneDNN vs us: max |diff| / max |dst|; loose, it only catches mapping bugs
 
 struct BenchArgs {
   std::vector<std::string> descs;
@@ -51,19 +51,14 @@ struct Context {
   int threads = 1;  // the arena's, known once inside it
 };
 
-// The operands of one problem: 64-byte aligned, seeded, in the descriptor's layouts.
+// The operands of one problem in its dtype: 64-byte aligned, seeded, in the descriptor's layouts.
 struct Buffers {
-  bench::AlignedFloats src, weights, dst, other;
-  size_t n_src, n_weights, n_dst;
-  ConstBuffer src_view() const { return {src.get(), n_src}; }
-  ConstBuffer weights_view() const { return {weights.get(), n_weights}; }
-  Buffer dst_view() const { return {dst.get(), n_dst}; }
+  bench::TypedBuffer src, weights, dst, other;
   Buffers(const Problem& p, uint64_t seed)
-      : src(bench::aligned_floats(p.src_elements())), weights(bench::aligned_floats(p.weights_elements())),
-        dst(bench::aligned_floats(p.dst_elements())), other(bench::aligned_floats(p.dst_elements())),
-        n_src(p.src_elements()), n_weights(p.weights_elements()), n_dst(p.dst_elements()) {
-    bench::fill_random(src.get(), p.src_elements(), seed);
-    bench::fill_random(weights.get(), p.weights_elements(), ~seed);
+      : src(p.dtype, p.src_elements()), weights(p.dtype, p.weights_elements()), dst(p.dtype, p.dst_elements()),
+        other(p.dtype, p.dst_elements()) {
+    bench::fill_random(src, seed);
+    bench::fill_random(weights, ~seed);
   }
 };
 
@@ -74,7 +69,7 @@ struct Prepared {
   std::unique_ptr<Buffers> b;
   PackedWeights packed;
   bench::LayoutResult* result = nullptr;
-  void run() const { kernel.execute(b->src_view(), packed, b->dst_view()); }
+  void run() const { kernel.execute(b->src.view(), packed, b->dst.view()); }
 };
 
 // Wall time of compile() with the cache off, median of three: what a first use of a problem costs.
@@ -94,11 +89,11 @@ Kernel cold_compile(const Descriptor& d, const Options& options, double* median_
 std::string verify_kernel(const std::string& row, const Problem& p, const Kernel& kernel,
                           const PackedWeights& packed, Buffers& b) {
   const int64_t n = p.dst_elements();
-  std::fill(b.dst.get(), b.dst.get() + n, std::numeric_limits<float>::quiet_NaN());  // unwritten = fail
-  kernel.execute(b.src_view(), packed, b.dst_view());
+  b.dst.fill_nan();  // unwritten = fail
+  kernel.execute(b.src.view(), packed, b.dst.view());
   std::vector<double> want(static_cast<size_t>(n)), mag(static_cast<size_t>(n));
-  reference_with_bound(p, b.src_view(), b.weights_view(), want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, b.dst_view(), want.data(), mag.data(), n);
+  reference_with_bound(p, b.src.view(), b.weights.view(), want.data(), mag.data());
+  const verify::Comparison c = verify::compare(p, b.dst.view(), want.data(), mag.data(), n);
   if (c.ok) return "ok";
   std::cerr << "warning: " << row << " (" << kernel.name() << "): " << c.failures << " of " << n
             << " elements outside tolerance (first at dst index " << c.first.front().index << ")\n";
@@ -106,26 +101,32 @@ std::string verify_kernel(const std::string& row, const Problem& p, const Kernel
 }
 
 #if DECONVJIT_HAVE_ONEDNN
-double relative_difference(const float* got, const float* want, int64_t n) {
+double relative_difference(const bench::TypedBuffer& got, const bench::TypedBuffer& want) {
   double diff = 0, scale = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+  for (int64_t i = 0; i < static_cast<int64_t>(got.elements()); ++i) {
+    const double d = std::fabs(got.at(i) - want.at(i));
     diff = std::isnan(d) || d > diff ? d : diff;
-    scale = std::max(scale, std::fabs(static_cast<double>(want[i])));
+    scale = std::max(scale, std::fabs(want.at(i)));
   }
   return diff / std::max(scale, 1e-30);
+}
+
+// How far oneDNN may be from us, relative to max |dst|: loose, it only catches mapping bugs. Both results
+// are rounded into the output type, so a 16-bit type allows a few of its ulps (bf16 has 8 significand bits).
+double agreement(DType t) {
+  if (t == DType::bf16) return 4 * std::ldexp(1.0, -8);
+  if (t == DType::f16) return 4 * std::ldexp(1.0, -11);
+  return 1e-3;
 }
 
 // Runs `r` once into a poisoned buffer and warns if oneDNN's answer differs from ours: with the reference
 // already checked, that means this adapter described the problem to oneDNN wrongly.
 bool cross_check(const std::string& row, bench::OnednnDeconv& dnnl, bench::OnednnRun r, const Prepared& ours) {
-  const int64_t n = ours.p.dst_elements();
-  float* got = ours.b->other.get();
-  std::fill(got, got + n, std::numeric_limits<float>::quiet_NaN());
+  ours.b->other.fill_nan();
   dnnl.run(r);
   dnnl.result_to_user(r);
-  const double rel = relative_difference(got, ours.b->dst.get(), n);
-  if (!(rel < kAgreement)) {
+  const double rel = relative_difference(ours.b->other, ours.b->dst);
+  if (!(rel < agreement(ours.p.dtype))) {
     std::cerr << "warning: " << row << ": oneDNN (" << bench::to_string(r) << ") disagrees with deconvjit: max "
               << "|diff| / max |dst| = " << rel << " (a mapping bug in the oneDNN adapter?)\n";
     return false;
@@ -139,7 +140,7 @@ void add_onednn(bench::ProblemResult& row, const Prepared& user, const std::vect
                 std::unique_ptr<bench::OnednnDeconv>& dnnl, std::vector<std::function<void()>>& variants,
                 std::vector<double*>& slots) {
   using bench::OnednnRun;
-  dnnl = bench::OnednnDeconv::create(user.p, user.b->src.get(), user.b->weights.get(), user.b->other.get(),
+  dnnl = bench::OnednnDeconv::create(user.p, user.b->src.data(), user.b->weights.data(), user.b->other.data(),
                                      &row.onednn_note);
   if (!dnnl) {
     std::cerr << "note: " << row.name << ": oneDNN cannot run this problem: " << row.onednn_note << "\n";
@@ -154,7 +155,12 @@ void add_onednn(bench::ProblemResult& row, const Prepared& user, const std::vect
     const bool ncx = o.result->layout == DataFormat::NCX;
     runs.emplace_back(ncx ? OnednnRun::any_from_ncx : OnednnRun::any_from_nxc, &o.result->onednn_any_reordered_ms);
   }
+  if (!row.onednn_note.empty()) std::cerr << "note: " << row.name << ": " << row.onednn_note << "\n";
   for (const auto& [r, slot] : runs) {
+    if (!dnnl->has(r)) {  // a variant this oneDNN lacks for the type: "n/a", the note says why
+      *slot = kNaN;
+      continue;
+    }
     row.onednn_agrees = cross_check(row.name, *dnnl, r, user) && row.onednn_agrees;
     variants.push_back([&d = *dnnl, r = r] { d.run(r); });
     slots.push_back(slot);
@@ -186,8 +192,8 @@ void time_problem(const Context& ctx, bench::ProblemResult& row, const std::vect
 }
 
 // Roofline: a row is memory-bound when it does fewer flops per byte than the machine's balance point.
-void add_rates(const Context& ctx, const bench::ProblemResult& row, bench::LayoutResult& l) {
-  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads);
+void add_rates(const Context& ctx, const Problem& p, const bench::ProblemResult& row, bench::LayoutResult& l) {
+  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads, p.accumulation);
   const double bandwidth = bench::peak_bandwidth(ctx.peak, ctx.threads);
   l.gflops = row.gflop / (l.ours_ms * 1e-3);
   l.peak_pct = peak > 0 ? 100 * l.gflops / peak : -1;
@@ -210,7 +216,7 @@ bool prepare(const Context& ctx, const std::string& name, const Descriptor& d, b
   l.kernel = out.kernel.name();
   l.isa = out.kernel.isa();
   out.b = std::make_unique<Buffers>(out.p, ctx.args.seed);
-  out.packed = out.kernel.pack_weights(out.b->weights_view());
+  out.packed = out.kernel.pack_weights(out.b->weights.view());
   out.result = &l;
   if (ctx.args.verify) l.verify = verify_kernel(name + " " + to_string(l.layout), out.p, out.kernel, out.packed, *out.b);
   return true;
@@ -227,7 +233,8 @@ bench::ProblemResult bench_case(const Context& ctx, const bench::BenchCase& c) {
   row.onednn = ctx.onednn;
   const Problem p = resolve(c.desc);
   row.gflop = p.flops() * 1e-9;
-  row.mbytes = 4e-6 * static_cast<double>(p.src_elements() + p.weights_elements() + p.dst_elements());
+  row.mbytes = 1e-6 * static_cast<double>(dtype_size(p.dtype)) *
+               static_cast<double>(p.src_elements() + p.weights_elements() + p.dst_elements());
   const std::vector<DataFormat> layouts = layouts_of(ctx.args, c.desc);
   row.layouts.resize(layouts.size());  // never resized again: Prepared points into it
   std::vector<Prepared> ours;
@@ -240,7 +247,7 @@ bench::ProblemResult bench_case(const Context& ctx, const bench::BenchCase& c) {
   }
   if (ours.empty()) return row;
   time_problem(ctx, row, ours);
-  for (const Prepared& o : ours) add_rates(ctx, row, *o.result);
+  for (const Prepared& o : ours) add_rates(ctx, o.p, row, *o.result);
   bench::compare(row);
   return row;
 }

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unistd.h>
 
+#include "bench/typed_buffer.hpp"
 #include "commands/cache_bench.hpp"
 #include "import/inputs.hpp"
 
@@ -62,12 +63,21 @@ std::pair<double, double> paired_medians_ms(int reps, const std::function<void()
   return {median(ta), median(tb)};
 }
 
+// Operands in the problem's dtype. Constant values: only the time matters here.
+struct Operands {
+  bench::TypedBuffer src, weights, dst;
+  explicit Operands(const Problem& p)
+      : src(p.dtype, p.src_elements()), weights(p.dtype, p.weights_elements()), dst(p.dtype, p.dst_elements()) {
+    for (size_t i = 0; i < src.elements(); ++i) src.set(static_cast<int64_t>(i), 0.5);
+    for (size_t i = 0; i < weights.elements(); ++i) weights.set(static_cast<int64_t>(i), 0.25);
+  }
+};
+
 // compile + pack + one execute: what the first inference of a layer waits for.
-double first_call_ms(const Descriptor& d, const Options& o, const std::vector<float>& src,
-                     const std::vector<float>& wei, std::vector<float>& dst) {
+double first_call_ms(const Descriptor& d, const Options& o, Operands& ops) {
   const auto t0 = Clock::now();
   const Kernel k = compile(d, o);
-  k.execute(src, k.pack_weights(wei), dst);
+  k.execute(ops.src.view(), k.pack_weights(ops.weights.view()), ops.dst.view());
   return ms_since(t0);
 }
 
@@ -76,16 +86,13 @@ Row measure(const Descriptor& d, const std::string& dir, int reps) {
   jit.use_cache = disk.use_cache = false;
   jit.use_disk_cache = false;
   disk.cache_dir = dir;
-  const Problem p = resolve(d);
-  std::vector<float> src(static_cast<size_t>(p.src_elements()), 0.5f);
-  std::vector<float> wei(static_cast<size_t>(p.weights_elements()), 0.25f);
-  std::vector<float> dst(static_cast<size_t>(p.dst_elements()));
+  Operands ops(resolve(d));
   Row r;
   r.name = d.name.empty() ? canonical_json(d) : d.name;
   const DiskCacheLookup before = disk_cache_lookup(d, disk);
   // Cold means: no entry yet, so this call compiles and stores (an existing entry would make it warm).
-  r.first_cold_ms = before.usable ? NAN : first_call_ms(d, disk, src, wei, dst);
-  r.first_warm_ms = first_call_ms(d, disk, src, wei, dst);
+  r.first_cold_ms = before.usable ? NAN : first_call_ms(d, disk, ops);
+  r.first_warm_ms = first_call_ms(d, disk, ops);
   r.code_bytes = compile(d, jit).code_size();
   // A rejected entry would be compiled and rewritten on every call, and timed as a "load".
   if (compile(d, disk).compile_ms() != 0)
@@ -106,14 +113,11 @@ int run_pass(const std::vector<Descriptor>& ds, const std::string& dir, const st
   o.cache_dir = dir;
   double compile_total = 0, first_total = 0;
   for (const Descriptor& d : ds) {
-    const Problem p = resolve(d);
-    std::vector<float> src(static_cast<size_t>(p.src_elements()), 0.5f);
-    std::vector<float> wei(static_cast<size_t>(p.weights_elements()), 0.25f);
-    std::vector<float> dst(static_cast<size_t>(p.dst_elements()));
+    Operands ops(resolve(d));
     const auto t0 = Clock::now();
     const Kernel k = compile(d, o);
     compile_total += ms_since(t0);
-    k.execute(src, k.pack_weights(wei), dst);
+    k.execute(ops.src.view(), k.pack_weights(ops.weights.view()), ops.dst.view());
     first_total += ms_since(t0);
   }
   std::printf("%.3f %.3f\n", compile_total, first_total);

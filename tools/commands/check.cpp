@@ -1,10 +1,10 @@
 // deconvjit check DESC: the JIT against the oracle on seeded random data, judged by runtime/tolerance.hpp.
 #include <cmath>
 #include <iostream>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "bench/typed_buffer.hpp"
 #include "cli.hpp"
 #include "runtime/tolerance.hpp"
 
@@ -34,15 +34,19 @@ int check(const CheckArgs& a) {
   Kernel kernel;
   // In the arena it runs in: compile() looks up tuning records by its concurrency.
   run_with_threads(a.threads, [&] { kernel = compile(d, options); });
+  // The seeded floats every type draws, rounded into the problem's type (exact for f32).
   const verify::Operands ops = verify::random_operands(p, a.seed);
-  const PackedWeights packed = kernel.pack_weights(ops.weights);
+  const bench::TypedBuffer src = bench::typed_copy(ops.src, p.dtype);
+  const bench::TypedBuffer weights = bench::typed_copy(ops.weights, p.dtype);
+  const PackedWeights packed = kernel.pack_weights(weights.view());
   // NaN marks elements the kernel never wrote; they then fail the comparison.
-  std::vector<float> got(static_cast<size_t>(p.dst_elements()), std::numeric_limits<float>::quiet_NaN());
-  run_with_threads(a.threads, [&] { kernel.execute(ops.src, packed, got); });
+  bench::TypedBuffer got(p.dtype, p.dst_elements());
+  got.fill_nan();
+  run_with_threads(a.threads, [&] { kernel.execute(src.view(), packed, got.view()); });
 
-  std::vector<double> want(got.size()), mag(got.size());
-  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, got, want.data(), mag.data(), p.dst_elements());
+  std::vector<double> want(got.elements()), mag(got.elements());
+  reference_with_bound(p, src.view(), weights.view(), want.data(), mag.data());
+  const verify::Comparison c = verify::compare(p, got.view(), want.data(), mag.data(), p.dst_elements());
 
   nlohmann::ordered_json out;
   out["ok"] = c.ok;

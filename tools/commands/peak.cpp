@@ -1,4 +1,5 @@
-// deconvjit peak: this machine's measured FMA throughput and memory bandwidth, the yardsticks of `bench`.
+// deconvjit peak: this machine's measured FMA throughput (f32, and the 16-bit types' arithmetic where the CPU
+// has it) and memory bandwidth, the yardsticks of `bench`.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,15 @@ struct PeakArgs {
 
 void print_json(const bench::PeakNumbers& p) { std::cout << bench::peak_json(p) << std::endl; }
 
+// A row for an instruction the CPU may lack: its figures, or a plain statement that it cannot be measured.
+void add_optional_row(bench::Table& t, const std::string& what, bool available, double one, double all) {
+  if (available) {
+    t.add_row({what, "GFLOP/s", bench::fixed(one, 1), bench::fixed(all, 1)});
+  } else {
+    t.add_row({what, "GFLOP/s", "not available on this CPU", ""});
+  }
+}
+
 void print_table(const bench::PeakNumbers& p) {
   using bench::fixed;
   bench::Table t;
@@ -27,6 +37,8 @@ void print_table(const bench::PeakNumbers& p) {
   const double absent = -1;  // printed as "-"
   t.add_row({"fma zmm (avx512)", "GFLOP/s", fixed(p.has_avx512 ? p.zmm_1t : absent, 1),
              fixed(p.has_avx512 ? p.zmm_nt : absent, 1)});
+  add_optional_row(t, "f16 fma zmm (avx512_fp16)", p.has_avx512_fp16, p.f16_fma_1t, p.f16_fma_nt);
+  add_optional_row(t, "bf16 dot zmm (avx512_bf16)", p.has_avx512_bf16, p.bf16_dot_1t, p.bf16_dot_nt);
   t.add_row({"fma ymm (avx2)", "GFLOP/s", fixed(p.ymm_1t, 1), fixed(p.ymm_nt, 1)});
   t.add_row({"triad (stream)", "GB/s", fixed(p.bw_1t, 1), fixed(p.bw_nt, 1)});
   t.print(std::cout);
@@ -34,10 +46,10 @@ void print_table(const bench::PeakNumbers& p) {
 }
 
 Action setup_peak(CLI::App& app) {
-  auto* sub = app.add_subcommand("peak", "Measure this machine's FMA peak (GFLOP/s) and memory bandwidth (GB/s)");
+  auto* sub = app.add_subcommand("peak", "Measure this machine's FMA peak (GFLOP/s; f16 FMA and bf16 dot product where the CPU has them) and memory bandwidth (GB/s)");
   auto a = std::make_shared<PeakArgs>();
   sub->add_flag("--json", a->json, "print one JSON object instead of a table");
-  sub->add_option("--min-time", a->min_time, "seconds spent on each of the six measurements")
+  sub->add_option("--min-time", a->min_time, "seconds spent on each measurement (6, up to 10 with the f16 and bf16 ones)")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 60.0));
   return [a] {

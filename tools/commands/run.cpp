@@ -1,4 +1,5 @@
-// deconvjit run DESC --src F --weights F --dst F: computes one problem on raw f32 files.
+// deconvjit run DESC --src F --weights F --dst F: computes one problem on raw little-endian files in the
+// descriptor's dtype (4 bytes a value for f32, 2 for f16 and bf16).
 #include <memory>
 
 #include "cli.hpp"
@@ -22,21 +23,21 @@ int run(const RunArgs& a) {
   // output is touched.
   Kernel kernel;
   if (!a.reference) kernel = compile(d, options);
-  const auto src = read_f32_file(a.src, p.src_elements(), "src");
-  const auto weights = read_f32_file(a.weights, p.weights_elements(), "weights");
-  std::vector<float> dst(static_cast<size_t>(p.dst_elements()));
+  const bench::TypedBuffer src = read_tensor_file(a.src, p.src_elements(), p.dtype, "src");
+  const bench::TypedBuffer weights = read_tensor_file(a.weights, p.weights_elements(), p.dtype, "weights");
+  bench::TypedBuffer dst(p.dtype, p.dst_elements());
   if (a.reference) {
-    reference(p, src, weights, dst);
+    reference(p, src.view(), weights.view(), dst.view());
   } else {
-    kernel.execute(src, weights, dst);
+    kernel.execute(src.view(), weights.view(), dst.view());
   }
-  write_file_atomically(a.dst, dst.data(), dst.size() * sizeof(float));
+  write_file_atomically(a.dst, dst.data(), dst.bytes());
   return kOk;
 }
 
 Action setup_run(CLI::App& app) {
   auto* sub = app.add_subcommand(
-      "run", "Compute dst from raw little-endian f32 files in the descriptor's layouts (JIT by default)");
+      "run", "Compute dst from raw little-endian files in the descriptor's layouts and dtype (JIT by default)");
   auto a = std::make_shared<RunArgs>();
   add_desc_argument(*sub, a->desc);
   sub->add_option("--src", a->src, "input data file")->required();

@@ -32,6 +32,7 @@ struct Job {
   Descriptor descriptor;
   Outcome outcome = Outcome::Failed;
   std::string detail;  // the failure, or for a dry run why it would compile
+  std::string canonical;  // the descriptor as the cache keys it: a dry run shows what an input became
 };
 
 // One job per distinct problem: a model often repeats a layer shape, and compiling it twice is waste.
@@ -41,17 +42,18 @@ std::vector<Job> plan_jobs(const std::vector<import::ImportedLayer>& items, std:
   std::set<std::string> seen;
   for (const import::ImportedLayer& item : items) {
     if (!item.descriptor) {
-      failed.push_back({item.label, {}, Outcome::Failed, item.error});
+      failed.push_back({item.label, {}, Outcome::Failed, item.error, ""});
       continue;
     }
     try {
-      if (!seen.insert(canonical_json(*item.descriptor)).second) {
+      std::string canonical = canonical_json(*item.descriptor);
+      if (!seen.insert(canonical).second) {
         ++duplicates;
         continue;
       }
-      jobs.push_back({item.label, *item.descriptor, Outcome::Failed, ""});
+      jobs.push_back({item.label, *item.descriptor, Outcome::Failed, "", std::move(canonical)});
     } catch (const std::exception& e) {
-      failed.push_back({item.label, {}, Outcome::Failed, e.what()});
+      failed.push_back({item.label, {}, Outcome::Failed, e.what(), ""});
     }
   }
   return jobs;
@@ -115,7 +117,7 @@ void print_summary(const std::vector<Job>& jobs, const std::vector<Job>& failed,
     for (const Job& j : jobs)
       std::cout << (j.outcome == Outcome::Cached ? "cached   " : j.outcome == Outcome::Failed ? "failed   "
                                                                                                 : "compile  ")
-                << j.label << (j.detail.empty() ? "" : " (" + j.detail + ")") << "\n";
+                << j.label << (j.detail.empty() ? "" : " (" + j.detail + ")") << "  " << j.canonical << "\n";
   }
   const size_t bad = failed.size() + count(jobs, Outcome::Failed);
   std::cout << (dry_run ? "dry run: " : "warm: ") << jobs.size() << " kernels in " << dir << ": "
@@ -165,7 +167,7 @@ Action setup_warm(CLI::App& app) {
   add_isa_option(*sub, a->isa);
   sub->add_option("--threads", a->threads, "compiler threads (0 = all)")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_flag("--dry-run", a->dry_run, "list what would be compiled and what is already cached");
+  sub->add_flag("--dry-run", a->dry_run, "list what would be compiled and what is already cached, with each canonical descriptor");
   return [a] { return warm(*a); };
 }
 

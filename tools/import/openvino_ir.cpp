@@ -59,12 +59,12 @@ AutoPad parse_auto_pad(const std::string& s) {
   layer_error("unknown auto_pad '" + s + "'");
 }
 
-DType parse_precision(const pugi::xml_node& port) {
-  const std::string p = port.attribute("precision").as_string();
-  if (p.empty() || p == "FP32" || p == "f32") return DType::f32;
-  if (p == "FP16" || p == "f16") return DType::f16;
-  if (p == "BF16" || p == "bf16") return DType::bf16;
-  layer_error("element type " + p + " is not a floating-point type this library knows");
+// An IR element type in either spelling: port precision ("FP16") or element_type ("f16").
+DType parse_element_type(const std::string& t) {
+  if (t == "FP32" || t == "f32") return DType::f32;
+  if (t == "FP16" || t == "f16") return DType::f16;
+  if (t == "BF16" || t == "bf16") return DType::bf16;
+  layer_error("element type " + t + " is not a floating-point type this library knows (f32, f16, bf16)");
 }
 
 class IrModel {
@@ -115,8 +115,8 @@ class IrModel {
     d.output_padding = parse_list(data, "output_padding");
     d.auto_pad = parse_auto_pad(data.attribute("auto_pad").as_string());
     if (grouped) d.weights_format = WeightsFormat::GOIX;
-    d.dtype = parse_precision(ports[0]);
-    d.weights_dtype = parse_precision(ports[1]);
+    d.dtype = element_type(layer, ports[0]);
+    d.weights_dtype = element_type(layer, ports[1]);
     if (ports.size() == 3) d.output_shape = constant_input(layer, ports[2]);
     return d;
   }
@@ -125,13 +125,40 @@ class IrModel {
     return net_.child("layers").find_child_by_attribute("layer", "id", id.c_str());
   }
 
-  // The values of the Const layer feeding `port` of `layer`, through <edges> and the .bin file.
-  std::vector<int64_t> constant_input(const pugi::xml_node& layer, const pugi::xml_node& port) const {
+  // The <edge> into `port` of `layer`; empty when none.
+  pugi::xml_node edge_into(const pugi::xml_node& layer, const pugi::xml_node& port) const {
     const std::string id = layer.attribute("id").as_string(), port_id = port.attribute("id").as_string();
     pugi::xml_node edge;
     for (const pugi::xml_node& e : net_.child("edges").children("edge"))
       if (id == e.attribute("to-layer").as_string() && port_id == e.attribute("to-port").as_string()) edge = e;
-    if (!edge) layer_error("output_shape (port " + port_id + ") is not connected in <edges>");
+    return edge;
+  }
+
+  // The element type of an input: the port's `precision` (IR v10 and v11 write it), else what the layer
+  // feeding it declares (`element_type` of a Parameter or Const, `destination_type` of a Convert, or the
+  // precision of its output port), else f32, the type of IRs that name none.
+  DType element_type(const pugi::xml_node& layer, const pugi::xml_node& port) const {
+    const std::string precision = port.attribute("precision").as_string();
+    if (!precision.empty()) return parse_element_type(precision);
+    const pugi::xml_node edge = edge_into(layer, port);
+    const pugi::xml_node from = edge ? layer_by_id(edge.attribute("from-layer").as_string()) : pugi::xml_node();
+    if (!from) return DType::f32;
+    const pugi::xml_node data = from.child("data");
+    for (const char* attribute : {"element_type", "destination_type"}) {
+      const std::string t = data.attribute(attribute).as_string();
+      if (!t.empty()) return parse_element_type(t);
+    }
+    const pugi::xml_node out =
+        from.child("output").find_child_by_attribute("port", "id", edge.attribute("from-port").as_string());
+    const std::string out_precision = out.attribute("precision").as_string();
+    return out_precision.empty() ? DType::f32 : parse_element_type(out_precision);
+  }
+
+  // The values of the Const layer feeding `port` of `layer`, through <edges> and the .bin file.
+  std::vector<int64_t> constant_input(const pugi::xml_node& layer, const pugi::xml_node& port) const {
+    const pugi::xml_node edge = edge_into(layer, port);
+    if (!edge) layer_error("output_shape (port " + std::string(port.attribute("id").as_string()) +
+                           ") is not connected in <edges>");
     const pugi::xml_node src = layer_by_id(edge.attribute("from-layer").as_string());
     const std::string type = src.attribute("type").as_string();
     if (type != "Const" && type != "Constant")
