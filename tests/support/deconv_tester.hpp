@@ -60,7 +60,7 @@ class DeconvTester {
   Options options() const;
 
   // GoogleTest assertions; GTEST_SKIP when the requested ISA is missing on this CPU, when f16 sums are
-  // asked of a CPU without avx512_fp16, or when compile() refuses a 16-bit dtype as Unsupported.
+  // asked of a CPU without avx512_fp16 (or refused there as Unsupported: no kernels yet).
   void Test() const;
 
  private:
@@ -87,8 +87,8 @@ class DeconvTester {
 bool cpu_has_avx512_fp16();  // arithmetic in halves (vfmadd*ph), which f16 accumulation needs
 
 // Why compile() refuses data of type t (with sums in acc) on `isa` as Unsupported, judged on a tiny
-// problem; nullopt when it builds such kernels. Suites of the 16-bit types skip with the reason until
-// their kernels exist (f32 is never excused).
+// problem; nullopt when it builds such kernels. Only sums in f16 are ever excused (every dtype has
+// kernels with f32 sums).
 std::optional<std::string> unsupported_types(Isa isa, DType t, DType acc = DType::f32);
 
 // Shapes of a descriptor's operands for the given layouts; shared by the builder and the generator.
