@@ -57,6 +57,21 @@ TEST_F(Tune, ExplainSaysWhichChoicesWereGivenAndWhichRuleDecidedTheRest) {
   EXPECT_EQ(j.at("plan").at("name"), j.at("kernel"));
 }
 
+// The tuner in a 16-bit type: operands, oracle and result in bf16, and ic_pairs among its choices.
+TEST_F(Tune, TunesABf16Problem) {
+  const std::string d = "'{\"name\":\"b\",\"src\":[1,6,5,24],\"weights\":[24,20,3,3],\"strides\":[2,2],"
+                        "\"data_format\":\"NXC\",\"dtype\":\"bf16\"}'";
+  const CliResult r = run("tune " + d + " --budget 2 --no-store --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  EXPECT_NE(j.at("kernel").get<std::string>().find("_bf16_"), std::string::npos) << j;
+  EXPECT_EQ(j.at("rejected"), 0) << j;
+  EXPECT_GT(j.at("candidates").get<int>(), 1) << j;
+  const CliResult e = run("explain " + d);
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_TRUE(nlohmann::json::parse(e.out).at("choices").contains("ic_pairs")) << e.out;
+}
+
 TEST_F(Tune, PlansPrintHintsThatBuildTheirKernel) {
   const CliResult r = run("plans " + desc() + " --limit 4");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -11,6 +11,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "bench/timing.hpp"
+#include "bench/typed_buffer.hpp"
 #include "runtime/reference.hpp"
 #include "runtime/tolerance.hpp"
 
@@ -28,7 +29,7 @@ constexpr int64_t kSampleX = 512;        // output x per row beyond which rows a
 struct Oracle {
   std::vector<double> want, mag;
   std::vector<int64_t> at;  // the checked elements
-  Oracle(const Problem& p, const float* src, const float* w) : want(p.dst_elements()), mag(p.dst_elements()) {
+  Oracle(const Problem& p, const void* src, const void* w) : want(p.dst_elements()), mag(p.dst_elements()) {
     int64_t rows = p.batch;
     for (size_t i = 0; i + 1 < p.out.size(); ++i) rows *= p.out[i];
     std::set<int64_t> pick;
@@ -48,10 +49,10 @@ struct Oracle {
                                 mag.data());
   }
   // The rule `deconvjit check` applies (NaN where the sum is finite fails).
-  bool accepts(const Problem& p, const float* got) const {
+  bool accepts(const Problem& p, const bench::TypedBuffer& got) const {
     const verify::Rule rule(p);
     for (int64_t e : at)
-      if (!rule.accepts(got[e], want[e], mag[e])) return false;
+      if (!rule.accepts(got.at(e), want[e], mag[e])) return false;
     return true;
   }
 };
@@ -68,30 +69,30 @@ struct Search {
   const Problem p;
   Options options;
   const ProgressFn& progress;
-  bench::AlignedFloats src, weights, dst;
+  bench::TypedBuffer src, weights, dst;  // in the problem's type
   std::optional<Oracle> oracle;
   TuneResult result;
 
   Search(const Descriptor& desc, const Options& o, const ProgressFn& pr)
-      : d(desc), p(resolve(desc)), options(o), progress(pr), src(bench::aligned_floats(p.src_elements())),
-        weights(bench::aligned_floats(p.weights_elements())), dst(bench::aligned_floats(p.dst_elements())) {
-    bench::fill_random(src.get(), p.src_elements(), 1);
-    bench::fill_random(weights.get(), p.weights_elements(), 2);
-    oracle.emplace(p, src.get(), weights.get());
+      : d(desc), p(resolve(desc)), options(o), progress(pr), src(p.dtype, p.src_elements()),
+        weights(p.dtype, p.weights_elements()), dst(p.dtype, p.dst_elements()) {
+    bench::fill_random(src, 1);
+    bench::fill_random(weights, 2);
+    oracle.emplace(p, src.data(), weights.data());
   }
 
-  Buffer out() const { return {dst.get(), static_cast<size_t>(p.dst_elements())}; }
-  ConstBuffer in() const { return {src.get(), static_cast<size_t>(p.src_elements())}; }
+  Buffer out() { return dst.view(); }
+  ConstBuffer in() const { return src.view(); }
 
   // Compiles and verifies; false (and counted) when the kernel disagrees with the oracle.
   bool prepare(Timed& t) {
     Options o = options;
     o.hints = t.plan.hints;
     t.kernel = compile(d, o);
-    t.packed = t.kernel.pack_weights(ConstBuffer(weights.get(), static_cast<size_t>(p.weights_elements())));
-    std::fill(dst.get(), dst.get() + p.dst_elements(), std::numeric_limits<float>::quiet_NaN());
+    t.packed = t.kernel.pack_weights(weights.view());
+    dst.fill_nan();
     t.kernel.execute(in(), t.packed, out());
-    if (oracle->accepts(p, dst.get())) return true;
+    if (oracle->accepts(p, dst)) return true;
     ++result.rejected;
     std::cerr << "warning: " << result.name << ": plan " << to_json(t.plan.hints) << " (" << t.kernel.name()
               << ") disagrees with the reference; left out\n";
