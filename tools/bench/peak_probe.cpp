@@ -220,7 +220,9 @@ double scaled(double one, double all, int threads, int hw) {
 }
 }  // namespace
 
-double peak_gflops(const PeakNumbers& peak, Isa isa, int threads, DType accumulation) {
+double peak_gflops(const PeakNumbers& peak, Isa isa, int threads, DType accumulation, bool bf16_pairs) {
+  if (bf16_pairs && isa == Isa::avx512_core && peak.has_avx512_bf16)
+    return scaled(peak.bf16_dot_1t, peak.bf16_dot_nt, threads, peak.threads);
   if (accumulation == DType::f16 && isa == Isa::avx512_core && peak.has_avx512_fp16)
     return scaled(peak.f16_fma_1t, peak.f16_fma_nt, threads, peak.threads);
   if (isa == Isa::avx512_core && peak.has_avx512) return scaled(peak.zmm_1t, peak.zmm_nt, threads, peak.threads);

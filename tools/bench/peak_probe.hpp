@@ -34,7 +34,10 @@ const PeakNumbers& machine_peak(double min_time = 0.1);
 // Peak GFLOP/s for kernels of `isa` running on `threads` threads: the 1-thread figure scaled by the thread
 // count, never above the all-threads figure. The f32 FMA's, also for bf16 and f16 data (their kernels
 // widen to f32 and use it); the f16 FMA's for f16 accumulation, which runs on it.
-double peak_gflops(const PeakNumbers& peak, Isa isa, int threads, DType accumulation = DType::f32);
+// The peak a kernel's arithmetic can reach: f32 FMA (zmm or ymm), f16 FMA for sums in f16, and for bf16
+// kernels that reduce channel pairs (vdpbf16ps, the plan's ic_pairs) the bf16 dot product's.
+double peak_gflops(const PeakNumbers& peak, Isa isa, int threads, DType accumulation = DType::f32,
+                   bool bf16_pairs = false);
 double peak_bandwidth(const PeakNumbers& peak, int threads);
 
 }  // namespace deconvjit::bench

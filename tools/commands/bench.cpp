@@ -193,7 +193,9 @@ void time_problem(const Context& ctx, bench::ProblemResult& row, const std::vect
 
 // Roofline: a row is memory-bound when it does fewer flops per byte than the machine's balance point.
 void add_rates(const Context& ctx, const Problem& p, const bench::ProblemResult& row, bench::LayoutResult& l) {
-  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads, p.accumulation);
+  // (kernel names mark channel pairs with _icp: plan.cpp make_name)
+  const bool pairs = l.kernel.find("_icp_") != std::string::npos;
+  const double peak = bench::peak_gflops(ctx.peak, l.isa, ctx.threads, p.accumulation, pairs);
   const double bandwidth = bench::peak_bandwidth(ctx.peak, ctx.threads);
   l.gflops = row.gflop / (l.ours_ms * 1e-3);
   l.peak_pct = peak > 0 ? 100 * l.gflops / peak : -1;
