@@ -40,7 +40,11 @@ void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
 // maskrcnn_mask 8.5 vs 9.4, nnunet3d_tconv 10.7 vs 12.6 win; unet_up4 16.2 vs 15.2 and unet_up3 17.1 vs
 // 14.3 lose. The losers' rows leave a vector partly empty (28 of 32, 52 of 64 lanes) and their row-buffer
 // runs are already long; rows of one vector are stacked instead, and win even at 14 of 16 lanes.
+// bf16 on a CPU with avx512_bf16: the row families through a row buffer reduce channel pairs at twice
+// the FMA rate, which gemm_x's broadcast weights cannot (measured, 2 threads, ms, gemm_x vs direct with
+// pairs: unet_up1 10.8 vs 8.4, maskrcnn_mask 8.0 vs 5.6, yolov8s_proto 3.2 vs 2.25, nnunet3d 12.0 vs 5.7).
 bool gemm_x_preferred(const Problem& p) {
+  if (p.dtype == DType::bf16 && cpu_has_avx512_bf16()) return false;
   const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;
   return vectors == 1 || 10 * w >= 9 * vectors * lanes;
 }

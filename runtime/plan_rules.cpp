@@ -12,7 +12,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_algorithm: one channel per group -> depthwise; at most 4 output channels per group and at "
        "least 8 input channels -> dot; kernel a multiple of the stride on x without x pads and an "
        "NXC-shaped output -> gemm; else direct. col_preferred: G=1, at most 96 input pixels and at least "
-       "16 MB of weights -> col. NCX: depthwise_x / gemm_x where they apply (choose_layout)"},
+       "16 MB of weights -> col. NCX: depthwise_x / gemm_x where they apply (choose_layout; not gemm_x for "
+       "bf16 on CPUs with avx512_bf16, where the row families reduce channel pairs)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: the dot family stores NCX itself (src_copy), depthwise goes "
        "through whole-tensor scratch copies, every other row family through a row buffer"},

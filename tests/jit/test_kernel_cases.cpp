@@ -54,6 +54,17 @@ class KernelCases : public ::testing::TestWithParam<CaseParam> {
   // Routes that exist for f32 data only: the NCX in_kernel layout (f32 scatters) on AVX-512, and col (its
   // col2im sums in C++). Asked of 16-bit data they are refused as hints (ColumnGemm checks that).
   bool in_kernel_layout_exists() const { return isa() == Isa::avx512_core && dtype() == DType::f32; }
+  // bf16 on a CPU with avx512_bf16: the heuristic prefers the row families' channel pairs to gemm_x
+  // (plan_gemm_x.cpp), so the gemm_x cases ask for it by hint there.
+  TuningHints gemm_x_by_hint() const {
+    TuningHints h;
+    if (dtype() == DType::bf16 && isa() == Isa::avx512_core && cpu_bf16_dot()) h.algorithm = "gemm_x";
+    return h;
+  }
+  static bool cpu_bf16_dot() {
+    const Descriptor d = descriptor_from_json(R"({"src":[1,2,1],"weights":[2,16,1],"dtype":"bf16"})");
+    return compile(d).name().find("_icp") != std::string::npos;
+  }
 
   // The plan the library makes for this tester's problem (to check that a case reaches the route it is
   // meant to cover).
@@ -221,7 +232,7 @@ TEST_P(KernelCases, GemmAlongX) {
       {64, 8, 1, {72, 72}},  // 1.3 MB of source per image: channel blocks innermost
   };
   for (const Case& c : cases) {
-    DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in);
+    DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in).hints(gemm_x_by_hint());
     t.Test();
     // AVX2 has no gemm_x: the row families, or gemm through copies when folding the two x phases into
     // the channels fills vectors much better (3 channels fill 3 of 8 lanes, folded 6).
@@ -241,10 +252,11 @@ TEST_P(KernelCases, GemmAlongX) {
     forced.Test();
     EXPECT_EQ(plan_of(forced).at("algorithm"), "gemm_x");
   }
-  DeconvTester one_d = T().rank(1).channels(6, 5).input({47}).kernel({2}).stride({2}).layout(DataFormat::NCX);
+  DeconvTester one_d = T().rank(1).channels(6, 5).input({47}).kernel({2}).stride({2}).layout(DataFormat::NCX)
+                           .hints(gemm_x_by_hint());
   one_d.Test();
   DeconvTester three_d = T().rank(3).batch(2).channels(4, 3).input({3, 4, 16}).kernel({2, 2, 2}).stride({2, 2, 2})
-                             .layout(DataFormat::NCX);
+                             .layout(DataFormat::NCX).hints(gemm_x_by_hint());
   three_d.Test();
   T().rank(3).channels(3, 2).input({2, 3, 5}).kernel({1, 3, 2}).stride({1, 3, 2}).layout(DataFormat::NCX).Test();
   if (!z) return;
@@ -293,10 +305,11 @@ TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {
 // positions the row buffer takes over.
 TEST_P(KernelCases, GemmAlongXFitsItsAccumulators) {
   const bool z = isa() == Isa::avx512_core;
-  DeconvTester two_d = T().channels(4, 4).input({8, 16}).kernel({5, 2}).stride({5, 2}).layout(DataFormat::NCX);
+  DeconvTester two_d = T().channels(4, 4).input({8, 16}).kernel({5, 2}).stride({5, 2}).layout(DataFormat::NCX)
+                           .hints(gemm_x_by_hint());
   two_d.Test();
   DeconvTester three_d = T().rank(3).channels(4, 4).input({4, 4, 16}).kernel({3, 2, 2}).stride({3, 2, 2})
-                             .layout(DataFormat::NCX);
+                             .layout(DataFormat::NCX).hints(gemm_x_by_hint());
   three_d.Test();
   DeconvTester too_many = T().rank(3).channels(3, 2).input({2, 3, 16}).kernel({4, 4, 2}).stride({4, 4, 2})
                               .layout(DataFormat::NCX);
