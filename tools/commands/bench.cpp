@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <sstream>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -35,7 +36,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct BenchArgs {
   std::vector<std::string> descs;
-  std::string suite, isa = "best", layout, vs, filter, report, hints;
+  std::string suite, isa = "best", layout, vs, filter, report, hints, dtypes;
   int threads = 0;
   double min_time = 0.2;
   bool json = false, verify = false;
@@ -254,11 +255,72 @@ bench::ProblemResult bench_case(const Context& ctx, const bench::BenchCase& c) {
   return row;
 }
 
+// --dtype: "bf16", or a list such as "f32,bf16,f16" (each problem runs in each type, one after another).
+std::vector<DType> dtypes_of(const BenchArgs& a) {
+  std::vector<DType> out;
+  std::stringstream in(a.dtypes);
+  for (std::string t; std::getline(in, t, ',');) {
+    if (t == "f32" || t == "bf16" || t == "f16")
+      out.push_back(t == "f32" ? DType::f32 : t == "bf16" ? DType::bf16 : DType::f16);
+    else
+      throw Error(Error::Kind::InvalidArgument, "--dtype: unknown type '" + t + "' (f32, bf16 or f16)");
+  }
+  return out;
+}
+
+// Each case once per --dtype type, "@type" added to its name when there are several.
+std::vector<bench::BenchCase> with_dtypes(std::vector<bench::BenchCase> cases, const std::vector<DType>& types) {
+  if (types.empty()) return cases;
+  std::vector<bench::BenchCase> out;
+  for (const auto& c : cases)
+    for (DType t : types) {
+      bench::BenchCase x = c;
+      x.desc.dtype = x.desc.weights_dtype = t;
+      if (types.size() > 1) x.name += std::string("@") + to_string(t);
+      out.push_back(std::move(x));
+    }
+  return out;
+}
+
+// With f32 among several --dtype types: our fastest layout in f32 over the same in each other type, per
+// problem (neighbours in time), and the geomean.
+void print_dtype_ratios(std::ostream& os, const std::vector<DType>& types, const std::vector<bench::ProblemResult>& rows,
+                        bool json) {
+  if (types.size() < 2 || types.front() != DType::f32) return;
+  for (size_t k = 1; k < types.size(); ++k) {
+    double log_sum = 0;
+    int n = 0;
+    std::vector<std::string> below;
+    for (size_t i = 0; i + types.size() <= rows.size(); i += types.size()) {
+      const bench::LayoutResult *f = rows[i].fastest(), *t = rows[i + k].fastest();
+      if (!f || !t) continue;
+      const double r = f->ours_ms / t->ours_ms;
+      log_sum += std::log(r), ++n;
+      if (r < 1.0) below.push_back(rows[i].name.substr(0, rows[i].name.rfind('@')) + " " + bench::fixed(r, 2));
+    }
+    const double geo = n ? std::exp(log_sum / n) : 0;
+    if (json) {
+      nlohmann::ordered_json j;
+      j["dtype_speed_vs_f32"] = to_string(types[k]);
+      j["geomean"] = geo;
+      j["problems"] = n;
+      j["below_1"] = below;
+      os << j.dump() << std::endl;
+      continue;
+    }
+    os << to_string(types[k]) << " vs f32 (our fastest layout in f32 / in " << to_string(types[k])
+       << "): geomean " << bench::fixed(geo, 3) << " over " << n << " problem(s), " << below.size() << " below 1.0";
+    for (size_t i = 0; i < below.size(); ++i) os << (i ? ", " : " (") << below[i] << (i + 1 == below.size() ? ")" : "");
+    os << "\n";
+  }
+}
+
 std::vector<bench::BenchCase> select_cases(const BenchArgs& a) {
   if (a.descs.empty() && a.suite.empty()) {
     throw Error(Error::Kind::InvalidArgument, "bench needs a DESC or --suite FILE");
   }
-  std::vector<bench::BenchCase> cases = bench::filter_cases(bench::load_cases(a.descs, a.suite), a.filter);
+  std::vector<bench::BenchCase> cases =
+      with_dtypes(bench::filter_cases(bench::load_cases(a.descs, a.suite), a.filter), dtypes_of(a));
   std::vector<bench::BenchCase> kept;
   for (auto& c : cases) {
     if (a.layout == "ncx" || a.layout == "nxc") {
@@ -368,6 +430,7 @@ int bench_all(const BenchArgs& a) {
     bench::print_table(std::cout, run, rows);
     bench::print_summary(std::cout, run, rows);
   }
+  print_dtype_ratios(std::cout, dtypes_of(a), rows, a.json);
   if (!a.report.empty()) write_report(a.report, run, rows);
   if (run.verify_failures) return kMismatch;
   return run.unsupported ? kUnsupported : kOk;
@@ -386,6 +449,9 @@ Action setup_bench(CLI::App& app) {
                   "re-express every problem's data in this layout (weights unchanged); both: time our NCX and NXC "
                   "kernels, the kernel race takes the faster")
       ->check(CLI::IsMember({"ncx", "nxc", "both"}));
+  sub->add_option("--dtype", a->dtypes,
+                  "re-express every problem in this element type (f32, bf16, f16), or in each of a list such as "
+                  "f32,bf16,f16: then each type's speed against f32 is summarised");
   sub->add_option("--min-time", a->min_time, "seconds of timed runs per problem and variant (at least 5 runs)")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   sub->add_option("--vs", a->vs, "also time this library on the same problems")->check(CLI::IsMember({"onednn"}));
