@@ -151,6 +151,46 @@ TEST(PairedBf16, TreatsSubnormalInputsAsZero) {
   }
 }
 
+// The kernels' one rounding of each output goes to the even neighbour on exact ties, both ways and both
+// signs: with weights 1, a pixel (1, h) sums to 1 + h (a tie between 1 and 1 + 2h: down to 1) and
+// (1 + 2h, h) to 1 + 3h (a tie between 1 + 2h and 1 + 4h: up), h half an ulp of 1. Sums in f32 are exact
+// here, so whatever rounds is the store. Both bf16 routes, both layouts, a channel tail (20 channels).
+TEST(HalfKernels, OutputTiesRoundToNearestEven) {
+  for (Isa isa : {Isa::avx512_core, Isa::avx2})
+    for (DType t : {DType::bf16, DType::f16})
+      for (DataFormat f : {DataFormat::NXC, DataFormat::NCX})
+        for (int pairs : {-1, 0}) {
+          if (!isa_available(isa)) continue;
+          const double h = std::ldexp(1.0, t == DType::bf16 ? -8 : -11);
+          const int64_t px = 12, co = 20;
+          Descriptor d = descriptor_from_json(R"({"src":[1,2,12],"weights":[2,20,1]})");
+          d.dtype = d.weights_dtype = t;
+          d.data_format = f;
+          if (f == DataFormat::NXC) d.src = {1, px, 2};
+          verify::TypedData src(t, 2 * px), w(t, 2 * co), dst(t, co * px);
+          std::vector<double> want(static_cast<size_t>(px));
+          for (int64_t x = 0; x < px; ++x) {
+            const double sign = x % 4 < 2 ? 1 : -1, a = x % 2 ? 1 + 2 * h : 1.0;
+            const int64_t c0 = f == DataFormat::NXC ? 2 * x : x, c1 = f == DataFormat::NXC ? 2 * x + 1 : px + x;
+            src.set(c0, sign * a);
+            src.set(c1, sign * h);
+            want[static_cast<size_t>(x)] = sign * (x % 2 ? 1 + 4 * h : 1.0);
+          }
+          for (int64_t i = 0; i < 2 * co; ++i) w.set(i, 1.0);
+          Options o;
+          o.max_isa = isa;
+          o.use_disk_cache = false;
+          o.hints.ic_pairs = pairs;
+          const Kernel k = compile(d, o);
+          k.execute(src.view(), w.view(), dst.view());
+          for (int64_t x = 0; x < px; ++x)
+            for (int64_t c = 0; c < co; ++c) {
+              const int64_t at = f == DataFormat::NXC ? x * co + c : c * px + x;
+              ASSERT_EQ(dst.at(at), want[static_cast<size_t>(x)]) << k.name() << " x " << x << " channel " << c;
+            }
+        }
+}
+
 // The largest finite values times +-1: sums of k of them are k * max, exact in f32 sums for halves, so the
 // outputs are +-max (k = +-1), exactly 0 (k = 0), or overflow to the infinity of their sign. bf16 and f32
 // sums of two already overflow f32, where the rule accepts whatever the partial sums give.
