@@ -54,15 +54,20 @@ __attribute__((target("avx2"))) void tile8_partial(const float* in, int64_t is, 
 // Lines are finished on the side with the larger stride before the loop moves on: strides that are
 // multiples of 4 KiB (channel planes of 64x64, 128x128, ...) put every line of that side into one cache
 // set, so more than a few half-written lines in flight would thrash L1 and L2.
-void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
-  const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
+template <typename T, typename Tile>
+void full_tiles(const T* in, int64_t is, T* out, int64_t os, int64_t rf, int64_t cf, Tile tile) {
   if (os > is) {
     for (int64_t c = 0; c < cf; c += 8)
-      for (int64_t r = 0; r < rf; r += 8) tile8(in + r * is + c, is, out + c * os + r, os);
+      for (int64_t r = 0; r < rf; r += 8) tile(in + r * is + c, is, out + c * os + r, os);
   } else {
     for (int64_t r = 0; r < rf; r += 8)
-      for (int64_t c = 0; c < cf; c += 8) tile8(in + r * is + c, is, out + c * os + r, os);
+      for (int64_t c = 0; c < cf; c += 8) tile(in + r * is + c, is, out + c * os + r, os);
   }
+}
+
+void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
+  const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
+  full_tiles(in, is, out, os, rf, cf, tile8);
   if (rows > rf)
     for (int64_t c = 0; c < cols; c += 8)
       tile8_partial(in + rf * is + c, is, out + c * os + rf, os, rows - rf, std::min<int64_t>(8, cols - c));
@@ -96,13 +101,7 @@ void tile8_u16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os) {
 
 void transpose_block(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int64_t rows, int64_t cols) {
   const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
-  if (os > is) {
-    for (int64_t c = 0; c < cf; c += 8)
-      for (int64_t r = 0; r < rf; r += 8) tile8_u16(in + r * is + c, is, out + c * os + r, os);
-  } else {
-    for (int64_t r = 0; r < rf; r += 8)
-      for (int64_t c = 0; c < cf; c += 8) tile8_u16(in + r * is + c, is, out + c * os + r, os);
-  }
+  full_tiles(in, is, out, os, rf, cf, tile8_u16);
   for (int64_t c = 0; c < cols; ++c)  // the rows past rf, every column; then the columns past cf
     for (int64_t r = rf; r < rows; ++r) out[c * os + r] = in[r * is + c];
   for (int64_t c = cf; c < cols; ++c)
