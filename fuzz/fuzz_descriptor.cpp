@@ -10,6 +10,7 @@
 
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/tolerance.hpp"
+#include "runtime/typed_data.hpp"
 
 namespace {
 
@@ -31,12 +32,14 @@ void run_and_compare(const Descriptor& d, const Problem& p, Isa isa) {
     std::fprintf(stderr, "compile of a resolved problem threw kind %d: %s\n", static_cast<int>(e.kind()), e.what());
     std::abort();
   }
-  const verify::Operands ops = verify::random_operands(p, 1);
-  std::vector<float> got(static_cast<size_t>(p.dst_elements()), std::numeric_limits<float>::quiet_NaN());
-  k.execute(ops.src, ops.weights, got);
-  std::vector<double> want(got.size()), mag(got.size());
-  reference_with_bound(p, ops.src, ops.weights, want.data(), mag.data());
-  const verify::Comparison c = verify::compare(p, got, want.data(), mag.data(), p.dst_elements());
+  // Operands and result in the problem's element type (f32, bf16 or f16).
+  const verify::TypedOperands ops = verify::typed_operands(p, 1);
+  verify::TypedData got(p.dtype, p.dst_elements());
+  for (int64_t e = 0; e < got.count; ++e) got.set(e, std::numeric_limits<double>::quiet_NaN());
+  k.execute(ops.src.view(), ops.weights.view(), got.view());
+  std::vector<double> want(static_cast<size_t>(p.dst_elements())), mag(want.size());
+  reference_with_bound(p, ops.src.view(), ops.weights.view(), want.data(), mag.data());
+  const verify::Comparison c = verify::compare(p, got.view(), want.data(), mag.data(), p.dst_elements());
   if (!c.ok) {
     std::fprintf(stderr, "mismatch for %s on %s: %lld elements\n", p.canonical.c_str(), to_string(isa),
                  static_cast<long long>(c.failures));

@@ -27,6 +27,12 @@ DESCRIPTORS = [
      "auto_pad": "same_lower", "output_shape": [1, 13, 13, 5], "strides": [2, 2]},
     {"src": [1, 4, 3, 3], "weights": [2, 2, 3, 2, 2], "weights_format": "GOIX", "auto_pad": "valid",
      "output_shape": [5, 5], "dtype": "f32", "name": "grouped"},
+    # The 16-bit types: direct with a channel tail (bf16: channel pairs with an odd last one), a 1-D NXC
+    # layer in f16, and depthwise along x in f16.
+    {"src": [1, 5, 6, 7], "weights": [5, 18, 3, 3], "strides": [2, 2], "pads_begin": [1, 0], "pads_end": [0, 1],
+     "dtype": "bf16"},
+    {"src": [2, 11, 9], "weights": [9, 3, 4], "strides": [3], "data_format": "NXC", "dtype": "f16"},
+    {"src": [1, 8, 4, 9], "weights": [8, 1, 1, 3, 4], "strides": [2, 2], "dtype": "f16"},
 ]
 
 
