@@ -23,8 +23,14 @@ class DirectGenerator : public RowKernelGenerator {
   Xmm bvec(int p) const { return vreg(w_ * nv() + nv() + p % n_bcast()); }
   bool depthwise() const { return pl_.algorithm == detail::Algorithm::depthwise; }
 
+  Zmm odd_mask() const { return Zmm(31); }  // bf16_even_odd: 0xffff0000 in every dword (plan.cpp keeps it free)
+
   void emit_prologue() override {
     assert(w_ * nv() + nv() + n_bcast() <= detail::vector_registers(pl_.isa));
+    if (pl_.bf16_even_odd) {
+      mov(eax, 0xffff0000u);
+      vpbroadcastd(odd_mask(), eax);
+    }
     if (zmm() && bk_->mask_lanes) {
       mov(eax, (1u << bk_->mask_lanes) - 1);
       kmovw(k1, eax);
@@ -198,6 +204,7 @@ class DirectGenerator : public RowKernelGenerator {
   // Depthwise: the channels are the vector lanes, so inputs are whole vectors, not broadcasts. The last
   // vector of a tail block is loaded under the mask: past the last channel may lie past the buffer.
   void emit_depthwise_step() {
+    if (pl_.bf16_even_odd) return emit_even_odd_step();
     for (int p = 0; p < w_; ++p)
       for (int v = 0; v < nv(); ++v) {
         const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * eb()];
@@ -221,8 +228,39 @@ class DirectGenerator : public RowKernelGenerator {
       }
   }
 
+  // bf16 depthwise, 32 channels per vector pair: dword i holds channels 2i (low half) and 2i + 1 (high
+  // half), so a shift widens the even ones and a mask the odd ones, each reading memory directly.
+  void emit_even_odd_step() {
+    for (int p = 0; p < w_; ++p)
+      for (int m = 0; m < nv() / 2; ++m) {
+        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + m * 2 * pl_.lanes) * eb()];
+        const Zmm even(bvec(0).getIdx()), odd(bvec(1).getIdx());
+        vpslld(even, a, 16);
+        vpandd(odd, odd_mask(), a);
+        vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
+        vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
+      }
+  }
+
+  // The store of emit_even_odd_step's accumulators: both rounded to bf16, interleaved into 32 channels.
+  void emit_even_odd_store() {
+    const Zmm t1(wvec(0).getIdx()), t2(bvec(0).getIdx());
+    mov(r_sx, r_dst);
+    for (int p = 0; p < w_; ++p) {
+      for (int m = 0; m < nv() / 2; ++m) {
+        narrow_io(acc(p, 2 * m), t1, t1);
+        narrow_io(acc(p, 2 * m + 1), t2, t2);
+        vpslld(t2, t2, 16);
+        vpord(t1, t1, t2);
+        vmovdqu32(ptr[r_sx + m * 2 * pl_.lanes * eb()], t1);
+      }
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
+    }
+  }
+
   void emit_store() override {
     if (pl_.dst_c != 1) return emit_scatter_store();
+    if (pl_.bf16_even_odd) return emit_even_odd_store();
     if (io16()) return emit_typed_store();
     const bool masked = bk_->mask_lanes != 0;
     if (masked && !zmm()) vmovups(wvec(0), ptr[rip + l_mask_]);

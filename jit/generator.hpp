@@ -82,11 +82,11 @@ class Generator : public Xbyak::CodeGenerator {
   void store_io_lanes(const Xbyak::Address& a, const Xbyak::Xmm& v, int lo, int hi, const Xbyak::Opmask& k,
                       const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
   void emit_io_table();
-
- private:
   // Leaves the words of v rounded to the data type in the low half of t1 (AVX-512: all 16 lanes as
   // dwords of t1, for vpmovdw).
   void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+
+ private:
   void widen_io(const Xbyak::Xmm& v);  // the words in v's low half to f32 lanes
   Xbyak::Address io_lane(const Xbyak::Address& a, int lane) const;
   DType io_type_ = DType::f32;

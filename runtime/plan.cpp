@@ -285,6 +285,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
     os << "_rows" << pl.rows_per_block;
   if (pl.ic_blocks > 1) os << "_icb" << pl.ic_block;
   if (pl.ic_pairs) os << "_icp";
+  if (pl.bf16_even_odd) os << "_eo";
   if (pl.ic_unroll > 1) os << "_u" << pl.ic_unroll;  // the code differs by its unroll
   if (pl.oc_loop > 1) os << "_ocl";
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
@@ -476,6 +477,10 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   if (pl.oc_blocks == 1) pl.main = pl.last;
   choose_oc_loop(pl, h);
   choose_ic_blocks(pl, h);
+  // Whole vector pairs (so no masks) and one register left for the odd-channel mask.
+  pl.bf16_even_odd = pl.algorithm == Algorithm::depthwise && pl.dtype == DType::bf16 &&
+                     pl.isa == Isa::avx512_core && pl.oc_per_group % 32 == 0 && pl.oc_vectors % 2 == 0 &&
+                     pl.ur_w * pl.oc_vectors + pl.oc_vectors + 3 <= vector_registers(pl.isa);
   finish_rows(pl, h);
 }
 

@@ -79,6 +79,11 @@ struct Plan {
   // bf16: input channels reduced in pairs by vdpbf16ps; packed weights hold (ic, ic + 1) bf16 pairs in
   // each 32-bit slot, and reduction steps count pairs (see TuningHints::ic_pairs).
   bool ic_pairs = false;
+  // bf16 depthwise on AVX-512 with channels in whole pairs of vectors: 32 channels load as 16 dwords and
+  // widen with one shift (even channels) and one mask (odd ones), no shuffles; packed weights and
+  // accumulators hold each 32-channel group as its even then its odd channels, and the store interleaves
+  // them back. Follows from the tile and the type (no choice of its own).
+  bool bf16_even_odd = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
   std::array<Axis, 3> axes;

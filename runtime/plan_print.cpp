@@ -89,6 +89,7 @@ std::string Plan::packing_signature() const {
   if (algorithm == Algorithm::depthwise_x)
     sig += "/x" + std::to_string(axes[2].stride) + ':' + std::to_string(floor_mod(axes[2].pad_begin, axes[2].stride));
   if (ic_pairs) sig += "/bf16pairs";  // 32-bit slots hold two bf16 weights, not one f32
+  if (bf16_even_odd) sig += "/evenodd";  // channels of each 32-group: even ones, then odd ones
   return sig + "/s" + std::to_string(fold_stride);
 }
 

@@ -149,6 +149,37 @@ TEST_P(KernelCases, Depthwise) {
       .layout(DataFormat::NXC).Test();
 }
 
+// bf16 depthwise with channels in whole pairs of vectors on AVX-512 widens 32 channels by a shift and a
+// mask (even and odd ones) and interleaves them back at the store: 32, 64 and 96 channels (blocks of 2
+// and 4 vectors; 96 in blocks of 4 then 2), both layouts, oc_loop on and off,
+// a tile that leaves no register for the mask (back to the plain route). Special values go through it too.
+TEST_P(KernelCases, DepthwiseBf16EvenOdd) {
+  if (dtype() != DType::bf16) GTEST_SKIP() << "a bf16 route";
+  for (int64_t c : {32, 64, 96})
+    for (DataFormat f : kFormats)
+      for (int oc_loop : {0, 1}) {
+        SCOPED_TRACE("C = G = " + std::to_string(c) + " oc_loop hint " + std::to_string(oc_loop));
+        TuningHints h;
+        h.algorithm = "depthwise";
+        if (f == DataFormat::NCX) h.layout = "scratch";
+        h.oc_loop = oc_loop;
+        if (c == 96) h.oc_vectors = 4;  // (the heuristic takes 3, odd: the plain route)
+        DeconvTester t = T().groups(c).channels(c, c).input({5, 9}).kernel({4, 4}).stride({2, 2})
+                             .pads({1, 1}, {1, 1}).layout(f).hints(h);
+        t.Test();
+        const bool eo = plan_of(t).at("name").get<std::string>().find("_eo") != std::string::npos;
+        EXPECT_EQ(eo, isa() == Isa::avx512_core) << plan_of(t).at("name");
+      }
+  TuningHints wide;  // 2 vectors x 14 pixels: 32 registers in use, none left for the mask
+  wide.algorithm = "depthwise", wide.oc_vectors = 2, wide.ur_w = 14;
+  if (isa() == Isa::avx512_core) {
+    DeconvTester t = T().groups(32).channels(32, 32).input({3, 40}).kernel({3, 3}).stride({2, 2})
+                         .layout(DataFormat::NXC).hints(wide);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("name").get<std::string>().find("_eo"), std::string::npos);
+  }
+}
+
 // NXC depthwise with many channel blocks: one call walks them all for each pixel block (oc_loop), through
 // the copying NCX path as well.
 TEST_P(KernelCases, DepthwiseWalksChannelBlocksInOneCall) {
