@@ -30,8 +30,8 @@ class DotGenerator : public RowKernelGenerator {
       mov(eax, static_cast<uint32_t>((uint64_t{1} << pl_.ic_tail_lanes) - 1));
       kmovd(k1, eax);
     }
-    if (zmm() && io16()) {  // one lane: the stores of single outputs
-      mov(eax, 1);
+    if (zmm() && io16()) {  // the lanes of one pixel's outputs (or one, when they lie apart)
+      mov(eax, (1u << (gathered_store() ? n_oc() : 1)) - 1);
       kmovw(k5, eax);
     }
   }
@@ -114,7 +114,12 @@ class DotGenerator : public RowKernelGenerator {
     vaddss(Xmm(i), Xmm(i), Xmm(t));
   }
 
+  // 16-bit outputs of one pixel side by side (NXC, at most 4 channels) are rounded together: their sums
+  // go into the lanes of one register, so one conversion serves them all (bf16 rounding is ~9 instructions).
+  bool gathered_store() const { return io16() && pl_.dst_c == 1 && n_oc() <= 4; }
+
   void emit_store() override {
+    if (gathered_store()) return emit_gathered_store();
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int o = 0; o < n_oc(); ++o) {
@@ -125,6 +130,17 @@ class DotGenerator : public RowKernelGenerator {
         else
           vmovss(a, Xmm(acc(p, o).getIdx()));
       }
+      if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
+    }
+  }
+
+  void emit_gathered_store() {
+    mov(r_sx, r_dst);
+    for (int p = 0; p < w_; ++p) {
+      const Xmm first(acc(p, 0).getIdx());
+      for (int o = 0; o < n_oc(); ++o) horizontal_sum(acc(p, o).getIdx(), xvec().getIdx());
+      for (int o = 1; o < n_oc(); ++o) vinsertps(first, first, Xmm(acc(p, o).getIdx()), static_cast<uint8_t>(o << 4));
+      store_io_lanes(ptr[r_sx], acc(p, 0), 0, n_oc(), k5, xvec(), wvec(0));
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
   }
