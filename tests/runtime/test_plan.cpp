@@ -140,6 +140,21 @@ TEST(PlanHeuristic, EveryPlanFitsTheRegisterFile) {
       expect_fits_registers(plan_for(DeconvTester().channels(32, c_out).input({8, 40}).stride({2, 2}), isa));
 }
 
+// A 1x1 input whose pads crop 3 of every 4 taps: col would compute 4 products for each one used, and a
+// halo would make 2 of 3 source columns zeros; the direct family without a halo runs it. The layer col
+// was made for (sbl_deconv1: 8x6 pixels, most taps used) keeps col.
+TEST(PlanHeuristic, TinyCroppedInputsTakeNeitherColNorHalo) {
+  const Problem tiny = resolve(descriptor_from_json(
+      R"({"src":[1,512,1,1],"weights":[512,512,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})"));
+  EXPECT_FALSE(detail::col_preferred(tiny));
+  const detail::Plan pl = detail::make_plan(tiny, Isa::avx512_core, {});
+  EXPECT_EQ(pl.algorithm, detail::Algorithm::direct);
+  EXPECT_FALSE(pl.has_halo());
+  const Problem sbl = resolve(descriptor_from_json(
+      R"({"src":[1,2048,8,6],"weights":[2048,256,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})"));
+  EXPECT_TRUE(detail::col_preferred(sbl));
+}
+
 TEST(PlanHints, HonouredOrRejected) {
   std::mt19937 rng(99);
   int accepted = 0, rejected = 0;
