@@ -70,7 +70,6 @@ class Generator : public Xbyak::CodeGenerator {
     io_zmm_ = zmm;
   }
   bool io16() const { return io_type_ != DType::f32; }
-  int io_bytes() const { return io16() ? 2 : 4; }
   // A whole vector (16 or 8 lanes), the lanes [lo, hi) of one (others zero; only those are touched in
   // memory), and one element broadcast to all lanes. v is the f32 register.
   void load_io(const Xbyak::Xmm& v, const Xbyak::Address& a);

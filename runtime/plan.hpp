@@ -65,7 +65,7 @@ struct Plan {
   DataFormat user_layout = DataFormat::NXC;
   LayoutPath layout = LayoutPath::nxc;
   bool block_over_batch = false;  // register blocks run across images instead of along x
-  int64_t row_buffer_floats = 0;  // ncx_row_buffer: floats of one task's buffer
+  int64_t row_buffer_floats = 0;  // ncx_row_buffer: elements (of dtype) of one task's buffer
   // Zero columns added left and right of the source's x (the x axis below already includes them).
   int64_t halo_left = 0, halo_right = 0;
 
