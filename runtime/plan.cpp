@@ -58,8 +58,10 @@ bool dot_applies(const Problem& p) {
   return p.c_out_per_group() <= kDotMaxOc && p.c_in_per_group() >= 8;
 }
 
+// One channel in and out per group. G=1 with one channel each way (a 1->1 upsampler) is the same
+// computation; the default takes it to a depthwise family only on NCX data (one_channel_native).
 bool depthwise_applies(const Problem& p) {
-  return p.groups > 1 && p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
+  return p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
 }
 
 // Scatter stores address a whole vector of channels with 32-bit lane offsets and displacements.
@@ -93,7 +95,7 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
     return h.algorithm == "gemm" ? Algorithm::gemm
            : h.algorithm == "depthwise" ? Algorithm::depthwise : Algorithm::direct;
   }
-  if (depthwise_applies(p)) return Algorithm::depthwise;
+  if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
   if (dot_applies(p)) return Algorithm::dot;
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
 }
@@ -117,19 +119,22 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
                "algorithms depthwise_x and gemm_x are for NCX data");
     return LayoutPath::nxc;
   }
-  if (family == Algorithm::dot) {
+  const bool by_default = h.algorithm.empty() && h.layout.empty();
+  // gemm_x reads NCX in place where dot first copies the whole source to NXC (dbnet_head_up2, 64 -> 1
+  // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
+  const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa);
+  if (family == Algorithm::dot && !native_gemm) {
     check_hint(h.layout.empty() || h.layout == "src_copy", "the dot family writes NCX directly "
                                                            "(layout src_copy)");
     return LayoutPath::ncx_src_copy;
   }
   check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
-  const bool by_default = h.algorithm.empty() && h.layout.empty();
   if (family == Algorithm::depthwise && (by_default || h.algorithm == "depthwise_x") &&
       depthwise_x_applies(p, isa)) {
     check_hint(h.layout.empty(), "algorithm depthwise_x reads and writes NCX itself (no layout hint)");
     return LayoutPath::ncx_native;
   }
-  if (((by_default && gemm_x_preferred(p)) || h.algorithm == "gemm_x") && gemm_x_applies(p, isa)) {
+  if (native_gemm || (h.algorithm == "gemm_x" && gemm_x_applies(p, isa))) {
     check_hint(h.layout.empty(), "algorithm gemm_x reads and writes NCX itself (no layout hint)");
     return LayoutPath::ncx_native;
   }
@@ -496,9 +501,21 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
                                               "AVX-512 and a CPU with avx512_bf16");
 }
 
-// Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel).
+// A 1->1 layer without groups (HED's side outputs, LapSRN's image branch) on NCX data: depthwise_x fills
+// vectors along x where the channel-vector families leave 15 of 16 lanes empty (2 threads, ms:
+// hed_dsn2_up 0.266 -> 0.027, hed_dsn5_up 0.154 -> 0.028). Not on NXC data, where gemm's folded phases
+// fill lanes (hed_dsn2_up 0.090 against 0.274 for depthwise), nor without depthwise_x (AVX2 at stride 16).
+bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h) {
+  return p.groups == 1 && depthwise_applies(p) && h.algorithm.empty() && h.layout.empty() &&
+         depthwise_x_applies(p, isa);
+}
+
+// Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel). Little
+// arithmetic on many bytes still pays for a fork: each core brings its own bandwidth (dcgan64_g1_b1, a
+// 1x1 input and 3.2 MB of weights read once: 0.041 ms on one thread, 0.023 ms on two).
 void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
-  pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops;
+  const int64_t bytes = (p.src_elements() + p.weights_elements() + p.dst_elements()) * (p.dtype == DType::f32 ? 4 : 2);
+  pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops || bytes >= kSerialBytes;
 }
 
 }  // namespace
@@ -526,7 +543,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     check_hint(p.dtype == DType::f32, "algorithm col is f32 only");
     plan_col(pl, p, isa, h);
   } else {
-    const Algorithm family = choose_algorithm(p, pl.axes[2], LayoutPath::nxc, h);
+    Algorithm family = choose_algorithm(p, pl.axes[2], LayoutPath::nxc, h);
+    if (one_channel_native(p, isa, h)) family = Algorithm::depthwise;
     pl.layout = choose_layout(p, isa, h, family);
     if (pl.layout == LayoutPath::ncx_native && family == Algorithm::depthwise)
       plan_depthwise_x(pl, p, h);

@@ -59,7 +59,7 @@ bool depthwise_x_applies(const Problem& p, Isa isa) {
   // about as many as x taps per output: bounded so the code stays small.
   const bool small_planes = std::max(in_sp, out_sp) * 4 * 4 < (int64_t{1} << 31);
   const int64_t x_taps = (p.kernel.back() + s - 1) / s;
-  return p.data_format == DataFormat::NCX && p.groups > 1 && p.c_in_per_group() == 1 &&
+  return p.data_format == DataFormat::NCX && p.c_in_per_group() == 1 &&
          p.c_out_per_group() == 1 && p.dilation.back() == 1 && vector_lanes(isa) % s == 0 &&
          small_planes && x_taps <= 16;
 }

@@ -9,10 +9,11 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
   using Key = std::pair<std::string, std::string>;  // field, family ("" = any)
   static const std::map<Key, std::string> rules = {
       {{"algorithm", ""},
-       "choose_algorithm: one channel per group -> depthwise; at most 4 output channels per group and at "
+       "choose_algorithm: one channel per group (G>1) -> depthwise; at most 4 output channels per group and at "
        "least 8 input channels -> dot; kernel a multiple of the stride on x without x pads and an "
        "NXC-shaped output -> gemm; else direct. col_preferred: G=1, at most 96 input pixels and at least "
-       "16 MB of weights -> col. NCX: depthwise_x / gemm_x where they apply (choose_layout; not gemm_x for "
+       "16 MB of weights -> col. NCX: depthwise_x / gemm_x where they apply, depthwise_x also for G=1 with one channel each way "
+       "(one_channel_native; choose_layout; not gemm_x for "
        "bf16 on CPUs with avx512_bf16, where the row families reduce channel pairs)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: the dot family stores NCX itself (src_copy), depthwise goes "
@@ -44,7 +45,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_ic_pairs: bf16 data in the direct, gemm and dot families on a CPU with avx512_bf16 reduces "
        "input channels in pairs (vdpbf16ps, twice the f32 FMA rate; subnormal inputs count as zero)"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
-      {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP; smaller problems run on the calling thread"},
+      {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 1 MiB of operands; smaller problems run on the calling thread"},
       {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer)"},
       {{"channels_per_call", "depthwise_x"}, "plan_depthwise_x: channel chunks so that rows x chunks give about "
                                              "256 tasks"},

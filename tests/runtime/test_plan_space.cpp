@@ -33,6 +33,9 @@ std::vector<SpaceCase> space_cases() {
       {"gemm_ncx", DeconvTester().batch(1).channels(8, 12).input({2, 3}).kernel({2, 2}).stride({2, 2})},
       {"depthwise_ncx", DeconvTester().batch(1).channels(8, 8).groups(8).input({2, 5}).kernel({3, 3})
                             .stride({2, 2}).pads({1, 1}, {1, 1})},
+      // One channel in and out without groups: the depthwise families apply as well as direct and gemm.
+      {"one_channel_ncx", DeconvTester().batch(2).channels(1, 1).input({3, 5}).kernel({4, 4}).stride({2, 2})
+                              .pads({1, 1}, {1, 1})},
       {"dot_1d", DeconvTester().rank(1).batch(2).channels(8, 2).input({3}).kernel({3}).stride({2})},
       {"gemm_x_3d", DeconvTester().rank(3).batch(1).channels(4, 3).input({1, 2, 3}).kernel({2, 2, 2})
                         .stride({2, 2, 2})},
