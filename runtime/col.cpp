@@ -46,8 +46,20 @@ bool col_preferred(const Problem& p) {
   const int64_t pixels = product(p.in), taps = product(p.kernel);
   const int64_t weight_bytes = p.c_in * p.c_out / p.groups * taps * 4;
   const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
-  return p.dtype == DType::f32 && p.groups == 1 && taps > 1 && pixels <= 96 && weight_bytes >= (int64_t{16} << 20) &&
-         col_bytes <= (int64_t{64} << 20) && col_useful_share(p) >= 0.5;
+  const bool possible = p.dtype == DType::f32 && p.groups == 1 && taps > 1 &&
+                        col_bytes <= (int64_t{64} << 20) && col_useful_share(p) >= 0.5;
+  const bool big_weights = pixels <= 96 && weight_bytes >= (int64_t{16} << 20);
+  // Output channels that leave vectors half empty (and too many for the dot family), where the taps x
+  // channels of col's GEMM fill them, as gemm's folded phases do (keypointrcnn_b8, 17 channels in two
+  // vectors: 2.03 -> 1.36 ms on 2 threads, NXC). Only on long reductions: a col element then costs at
+  // least 512 FLOPs and its write, read-back and sum are small next to them; on 20-channel inputs col
+  // lost 3-6x (ov_spec_ex1, fcn8s_upscore2).
+  const int64_t oc = p.c_out, lanes = 16;
+  auto lane_use = [&](int64_t c) {
+    return static_cast<double>(c) / static_cast<double>((c + lanes - 1) / lanes * lanes);
+  };
+  const bool fills_lanes = oc > 4 && p.c_in >= 256 && lane_use(taps * oc) >= 1.5 * lane_use(oc);
+  return possible && (big_weights || fills_lanes);
 }
 
 Descriptor col_inner_descriptor(const Problem& p) {

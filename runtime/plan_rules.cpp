@@ -11,10 +11,12 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"algorithm", ""},
        "choose_algorithm: one channel per group (G>1) -> depthwise; at most 4 output channels per group and at "
        "least 8 input channels -> dot; kernel a multiple of the stride on x without x pads and an "
-       "NXC-shaped output -> gemm; else direct. col_preferred: G=1, at most 96 input pixels and at least "
-       "16 MB of weights -> col. NCX: depthwise_x / gemm_x where they apply, depthwise_x also for G=1 with one channel each way "
-       "(one_channel_native; choose_layout; not gemm_x for "
-       "bf16 on CPUs with avx512_bf16, where the row families reduce channel pairs)"},
+       "NXC-shaped output -> gemm; else direct. col_preferred (f32, G=1, at least half of col's products "
+       "used): at most 96 input pixels and at least 16 MB of weights, or more than 4 output channels that "
+       "fill vectors half again better as taps x channels, over at least 256 input channels -> col. NCX: "
+       "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source), "
+       "depthwise_x also for G=1 with one channel each way (one_channel_native; choose_layout; not gemm_x "
+       "for bf16 on CPUs with avx512_bf16, where the row families reduce channel pairs)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: the dot family stores NCX itself (src_copy), depthwise goes "
        "through whole-tensor scratch copies, every other row family through a row buffer"},
