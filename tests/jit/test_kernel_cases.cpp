@@ -117,6 +117,20 @@ TEST_P(KernelCases, OutputChannelTails) {
       }
 }
 
+// Long 1-D NCX rows copied to NXC for the dot family: the copy splits each row into pieces of whole output
+// lines (40 channels x 1000 pixels: pieces of 408, the last ragged), with and without a zero halo.
+TEST_P(KernelCases, LongNcxRowsThroughTheSourceCopy) {
+  for (int halo : {0, 1}) {
+    SCOPED_TRACE("x_halo " + std::to_string(halo));
+    TuningHints h;
+    h.algorithm = "dot", h.layout = "src_copy", h.x_halo = halo;
+    DeconvTester t = T().rank(1).batch(2).channels(40, 1).input({1000}).kernel({16}).stride({8}).pads({3}, {5})
+                         .hints(h);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "dot");
+  }
+}
+
 TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
   for (int64_t c_in : {1, 7, 37, 64})
     for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();
