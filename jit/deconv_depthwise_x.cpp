@@ -2,6 +2,9 @@
 // for the lane algebra). One call computes one output row of `nblocks` register blocks of channels; a
 // register block is cb channels x u output vectors. Function 0 holds Plan::oc_vectors channels per block,
 // function 1 one channel (the remainder of a call).
+// dot_x runs through the same code with one change: the cb channels of its one block are output channels
+// that share one input, so each tap loads and permutes one input vector for all of them, and the block
+// loops over the input channels around its tap loops.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -73,10 +76,12 @@ class DepthwiseXGenerator : public Generator {
   const Plan& pl_;
   const std::vector<Piece> pieces_;
   int cb_ = 1;  // channels per register block in the function being emitted
+  int set_ = 0;  // dot_x: the accumulator set the taps being emitted add to
   std::vector<Lanes> mask_table_;  // AVX2: the lane masks the loads and stores use
   Label l_index_, l_masks_, l_live_;
 
   bool zmm() const { return pl_.isa == Isa::avx512_core; }
+  bool reduce() const { return pl_.algorithm == detail::Algorithm::dot_x; }
   int64_t eb() const { return pl_.elem_bytes(); }  // one src or dst element (weights are f32)
   int lanes() const { return pl_.lanes; }
   int64_t stride() const { return pl_.axes[2].stride; }
@@ -94,11 +99,14 @@ class DepthwiseXGenerator : public Generator {
   // vpermps takes Ymm operands; a Zmm passed as one keeps its width.
   Ymm wide(const Xmm& x) const { return zmm() ? Ymm(Zmm(x.getIdx())) : Ymm(x.getIdx()); }
   int nregs() const { return detail::vector_registers(pl_.isa); }
-  Xmm acc(int c, int u) const { return vreg(c * pl_.ur_w + u); }
+  // dot_x keeps ic_unroll sets of accumulators (set_ is the one being filled), summed before the store.
+  int sets() const { return reduce() ? pl_.ic_unroll : 1; }
+  Xmm acc(int c, int u) const { return acc_in(set_, c, u); }
+  Xmm acc_in(int s, int c, int u) const { return vreg((s * cb_ + c) * pl_.ur_w + u); }
   Xmm idx() const { return vreg(nregs() - 1); }
   Xmm temp(int i) const { return vreg(nregs() - 2 - i % 2); }
   Xmm ymask() const { return vreg(nregs() - 4); }
-  Xmm wvec(int c) const { return vreg(cb_ * pl_.ur_w + c); }  // below the fixed ones (tile_fits)
+  Xmm wvec(int c) const { return vreg(sets() * cb_ * pl_.ur_w + c); }  // below the fixed ones (tile_fits)
 
   // Input lanes that vector u of block b reads at x tap j (relative to the loaded vector).
   Lanes load_lanes(int64_t b, int u, int64_t j) const {
@@ -181,20 +189,55 @@ void DepthwiseXGenerator::emit_piece(const Piece& pc) {
 
 // z and y loops over the valid taps (counts from the caller); x taps unrolled inside.
 void DepthwiseXGenerator::emit_block(int64_t b, int vectors) {
-  for (int c = 0; c < cb_; ++c)
-    for (int u = 0; u < vectors; ++u) vxorps(acc(c, u), acc(c, u), acc(c, u));
+  for (int s = 0; s < sets(); ++s)
+    for (int c = 0; c < cb_; ++c)
+      for (int u = 0; u < vectors; ++u) vxorps(acc_in(s, c, u), acc_in(s, c, u), acc_in(s, c, u));
   const int64_t* sstep = pl_.src_tap_step.data();
   const int64_t* wstep = pl_.main.wei_tap_step.data();
-  mov(r_sz, r_xs);
-  mov(r_wz, r_wei);
-  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * eb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
-    mov(r_sy, r_sz);
-    mov(r_wy, r_wz);
-    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp,
-                  [&] {
-                    for (int64_t j = 0; j < x_taps(); ++j) emit_tap(b, vectors, j);
-                  });
-  });
+  auto taps = [&] {
+    mov(r_sz, r_xs);
+    mov(r_wz, r_wei);
+    emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * eb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
+      mov(r_sy, r_sz);
+      mov(r_wy, r_wz);
+      emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp,
+                    [&] {
+                      for (int64_t j = 0; j < x_taps(); ++j) emit_tap(b, vectors, j);
+                    });
+    });
+  };
+  if (!reduce()) {
+    taps();
+  } else {
+    // dot_x: every input channel into the accumulators, ic_unroll channels per step, each into its own
+    // set (independent FMA chains when the block is small); the step count lives on the stack.
+    const int64_t k = sets(), steps = pl_.ic_per_group / k, rest = pl_.ic_per_group % k;
+    auto channel = [&](int s) {
+      set_ = s;
+      taps();
+      add_imm(r_xs, pl_.src_c * eb(), r_tmp);
+      add_imm(r_wei, cb_ * per_channel_floats() * kFloat, r_tmp);
+    };
+    push(r_xs);
+    push(r_wei);
+    if (steps > 0) {
+      push(r_tmp);  // a slot for the count
+      mov(qword[rsp], steps);
+      Label l_ic;
+      L(l_ic);
+      for (int s = 0; s < k; ++s) channel(s);
+      dec(qword[rsp]);
+      jnz(l_ic, T_NEAR);
+      pop(r_tmp);
+    }
+    for (int s = 0; s < rest; ++s) channel(s);
+    pop(r_wei);
+    pop(r_xs);
+    set_ = 0;
+    for (int s = 1; s < k; ++s)
+      for (int c = 0; c < cb_; ++c)
+        for (int u = 0; u < vectors; ++u) vaddps(acc(c, u), acc(c, u), acc_in(s, c, u));
+  }
   emit_store(b, vectors);
 }
 
@@ -213,6 +256,7 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
   }
   int n = 0;
   for (int u = 0; u < vectors; ++u) {
+    const int n_u = n;  // dot_x: the vector loaded for the first channel serves them all
     const Lanes l = load_lanes(b, u, j);
     if (l.lo >= l.hi) continue;
     const bool full = l.lo == 0 && l.hi == lanes();
@@ -226,18 +270,24 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
     if (edge && zmm()) set_opmask(in_row, k2);
     if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c, ++n) {
-      const int64_t ofs = (c * pl_.src_c + u * lanes() / stride() + pad_div() - j) * eb();
+      const bool load = !reduce() || c == 0;
+      const int64_t ofs = ((reduce() ? 0 : c * pl_.src_c) + u * lanes() / stride() + pad_div() - j) * eb();
       const Address a = ptr[r_sy + ofs];
-      const Xmm t = temp(n);
+      const int tn = reduce() ? n_u : n;
+      const Xmm t = temp(tn);
       // acc += t * weight; on AVX2 the masked weight goes to the other temporary, free until the next
       // channel's load.
       auto fma = [&] {
         if (!edge) return vfmadd231ps(acc(c, u), t, wvec(c));
         if (zmm()) return vfmadd231ps(Zmm(acc(c, u).getIdx()) | k2, Zmm(t.getIdx()), Zmm(wvec(c).getIdx()));
-        const Xmm w = temp(n + 1);
+        const Xmm w = temp(tn + 1);
         vandps(w, wvec(c), ptr[rip + l_masks_ + mask_index(in_row) * 32]);
         vfmadd231ps(acc(c, u), t, w);
       };
+      if (!load && !(full && stride() == 1)) {
+        fma();
+        continue;
+      }
       if (io16()) {  // converted into t first; then the same permutation and FMA from t
         if (full)
           load_io(t, a);
@@ -352,7 +402,9 @@ size_t code_bound(const Plan& pl, const std::vector<Piece>& pieces) {
   const size_t taps = static_cast<size_t>(pl.main.wei_k_floats / pl.lanes);
   const size_t block = 256 + taps * (pl.oc_vectors + static_cast<size_t>(pl.ur_w) * (4 + 5 * pl.oc_vectors)) * 12 +
                        static_cast<size_t>(pl.ur_w) * (2 + 2 * pl.oc_vectors) * 12;
-  return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 2 * pieces.size() * (block + 64) + 64 * 32);
+  // dot_x emits its taps once per accumulator set in the step, and again for the remainder.
+  const size_t copies = pl.algorithm == detail::Algorithm::dot_x ? 2 * static_cast<size_t>(pl.ic_unroll) + 1 : 1;
+  return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 2 * pieces.size() * (copies * block + 64) + 64 * 32);
 }
 
 }  // namespace

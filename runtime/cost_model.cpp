@@ -119,7 +119,7 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
     e.tasks = 256;
   } else if (pl.algorithm == Algorithm::gemm_x) {
     e = gemm_x_family(pl);
-  } else if (pl.algorithm == Algorithm::depthwise_x) {
+  } else if (x_vector_family(pl.algorithm)) {
     e = depthwise_x_family(pl);
   } else {
     e = rows_family(pl, p);

@@ -220,6 +220,8 @@ void for_rows(int64_t n, bool parallel, const F& f) {
 
 // depthwise_x: a task is one output row of one chunk of channels, in NCX as the user gave it. The
 // register blocks of Plan::oc_vectors channels run in function 0, a remainder in function 1 (one each).
+// dot_x: one chunk of all output channels, one block; the kernel walks the input channels (its weights
+// start at the same tap offset in every channel pair's block).
 template <typename T>
 void run_depthwise_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
@@ -297,7 +299,10 @@ struct HaloMap {
 // (dprnn_decoder on 2 threads: a copy of 8 rows per task left the dot family's NCX path 12x slower than NXC).
 template <typename T>
 void transpose(const T* in, T* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
-               const HaloMap& map) {
+               const HaloMap& halo) {
+  // Without a halo the runs of a plane join into one (whole 8x8 tiles instead of a ragged one per row of
+  // 14 pixels: the copy of infogan_mnist_up2_b64's source took longer than its kernel).
+  const HaloMap map = halo.left + halo.right == 0 ? HaloMap{cols, 0, 0} : halo;
   constexpr int64_t kTaskElements = 16384;
   const bool whole_lines = map.x >= 64 && rows <= kTaskElements / 8;
   const int64_t chunk = whole_lines ? rows : std::max<int64_t>(8, kTaskElements / std::max<int64_t>(map.x, 1) / 8 * 8);
@@ -399,7 +404,7 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
 template <typename T>
 void execute_typed(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Problem& p = k.problem;
-  if (k.plan.algorithm == Algorithm::depthwise_x) return run_depthwise_x(k, src, packed, dst);
+  if (x_vector_family(k.plan.algorithm)) return run_depthwise_x(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::gemm_x) return run_gemm_x(k, src, packed, dst);
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;

@@ -51,19 +51,23 @@ void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
 }
 
 // depthwise_x: [channel][kz][ky][x tap j][lane]; lane l of tap j holds kernel x (l + pad) mod s + s*j,
-// zero past the kernel (see runtime/plan_depthwise_x.cpp).
+// zero past the kernel (see runtime/plan_depthwise_x.cpp). dot_x: the same per (input channel, output
+// channel) pair, output channels inner: [ic][oc][kz][ky][j][lane].
 void pack_depthwise_x(const Plan& pl, const UserWeights& uw, const std::array<int64_t, 3>& kd,
                       float* out) {
   const int64_t lanes = pl.lanes;
   const int64_t taps = pl.main.wei_k_floats / lanes;
   const int64_t per_channel = kd[0] * kd[1] * pl.main.wei_k_floats;
-  tbb::parallel_for(int64_t{0}, pl.dst_channels, [&](int64_t c) {
+  const bool dot = pl.algorithm == Algorithm::dot_x;
+  const int64_t pairs = dot ? pl.ic_per_group * pl.oc_per_group : pl.dst_channels;
+  tbb::parallel_for(int64_t{0}, pairs, [&](int64_t c) {
     float* dst = out + c * per_channel;
+    const int64_t g = dot ? 0 : c, ic = dot ? c / pl.oc_per_group : 0, oc = dot ? c % pl.oc_per_group : 0;
     for (int64_t kzy = 0; kzy < kd[0] * kd[1]; ++kzy)
       for (int64_t j = 0; j < taps; ++j)
         for (int64_t l = 0; l < lanes; ++l) {
           const int64_t kx = depthwise_x_kernel_x(pl.axes[2], l, j);
-          *dst++ = kx < kd[2] ? uw.at(c, 0, 0, kzy * kd[2] + kx) : 0.f;
+          *dst++ = kx < kd[2] ? uw.at(g, ic, oc, kzy * kd[2] + kx) : 0.f;
         }
   });
 }
@@ -91,7 +95,7 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
                        kd[0] * kd[1] * kd[2]};
   if (pl.algorithm == Algorithm::col) return pack_col_weights(k, static_cast<const float*>(weights), out);
   if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
-  if (pl.algorithm == Algorithm::depthwise_x) return pack_depthwise_x(pl, uw, kd, out);
+  if (x_vector_family(pl.algorithm)) return pack_depthwise_x(pl, uw, kd, out);
   if (pl.algorithm == Algorithm::gemm_x) return pack_gemm_x(pl, uw, out);
   const bool gemm = pl.algorithm == Algorithm::gemm;
   const bool depthwise = pl.algorithm == Algorithm::depthwise;

@@ -53,7 +53,6 @@ void fold_x_phases(Plan& pl) {
 
 // A horizontal sum per output pays off when few output channels would leave vector lanes empty and
 // the input channels fill them.
-constexpr int64_t kDotMaxOc = 4;
 bool dot_applies(const Problem& p) {
   return p.c_out_per_group() <= kDotMaxOc && p.c_in_per_group() >= 8;
 }
@@ -78,15 +77,16 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
                    h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x" ||
-                   h.algorithm == "col",
+                   h.algorithm == "col" || h.algorithm == "dot_x",
                "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot, "
-               "depthwise_x, gemm_x, col)");
+               "depthwise_x, gemm_x, col, dot_x)");
     // The NCX-native families: choose_layout decides whether they apply.
     if (h.algorithm == "depthwise_x") return Algorithm::depthwise;
     if (h.algorithm == "gemm_x") return Algorithm::gemm;
-    check_hint(h.algorithm != "dot" || p.c_out_per_group() <= kDotMaxOc,
-               "algorithm dot needs at most " + std::to_string(kDotMaxOc) + " output channels per group");
-    if (h.algorithm == "dot") return Algorithm::dot;
+    check_hint((h.algorithm != "dot" && h.algorithm != "dot_x") || p.c_out_per_group() <= kDotMaxOc,
+               "algorithm " + h.algorithm + " needs at most " + std::to_string(kDotMaxOc) +
+                   " output channels per group");
+    if (h.algorithm == "dot" || h.algorithm == "dot_x") return Algorithm::dot;  // (dot_x: choose_layout)
     check_hint(h.algorithm != "gemm" || gemm_ok,
                "algorithm gemm needs G=1, dilation 1 on x, kernel, pads_begin and output size on x "
                "multiples of the stride, and NXC-shaped output");
@@ -111,6 +111,15 @@ bool folding_fills_lanes(const Problem& p, int lanes) {
   return lane_use(p.stride.back() * oc, lanes) >= 1.5 * lane_use(oc, lanes);
 }
 
+// dot_x, asked for or by default: NCX data the dot family would otherwise copy to NXC first.
+bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
+  if (h.algorithm == "dot_x") {
+    check_hint(h.layout.empty(), "algorithm dot_x reads and writes NCX itself (no layout hint)");
+    return dot_x_applies(p, isa);
+  }
+  return h.algorithm.empty() && h.layout.empty() && dot_x_preferred(p, isa);
+}
+
 // `family` is the algorithm as chosen for NXC data: the dot and depthwise families fix how NCX data flows.
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family) {
   if (p.data_format == DataFormat::NXC) {
@@ -123,6 +132,9 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // gemm_x reads NCX in place where dot first copies the whole source to NXC (dbnet_head_up2, 64 -> 1
   // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
   const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa);
+  if (family == Algorithm::dot && dot_x_chosen(p, isa, h)) return LayoutPath::ncx_native;
+  check_hint(h.algorithm != "dot_x", "algorithm dot_x needs NCX data, G=1, at most 4 output channels, "
+                                     "x dilation 1 and an x stride dividing the vector lanes");
   if (family == Algorithm::dot && !native_gemm) {
     check_hint(h.layout.empty() || h.layout == "src_copy", "the dot family writes NCX directly "
                                                            "(layout src_copy)");
@@ -303,6 +315,8 @@ int64_t Plan::packed_weights_floats() const {
   if (algorithm == Algorithm::col) return 0;  // the inner kernel's packed weights are what is stored
   if (algorithm == Algorithm::depthwise_x)  // per channel: [kz][ky][x tap][lane]
     return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
+  if (algorithm == Algorithm::dot_x)  // per (input, output) channel pair, likewise
+    return ic_per_group * oc_per_group * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
   if (algorithm == Algorithm::gemm_x)  // per channel block: [ic][block's (oc, kz, ky, kx)]
     return ic_per_group * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
@@ -548,6 +562,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     pl.layout = choose_layout(p, isa, h, family);
     if (pl.layout == LayoutPath::ncx_native && family == Algorithm::depthwise)
       plan_depthwise_x(pl, p, h);
+    else if (pl.layout == LayoutPath::ncx_native && family == Algorithm::dot && dot_x_chosen(p, isa, h))
+      plan_dot_x(pl, p, h);
     else if (pl.layout == LayoutPath::ncx_native)
       plan_gemm_x(pl, p, h);
     else

@@ -21,12 +21,17 @@ namespace deconvjit::detail {
 // depthwise_x: depthwise on NCX data with the vector along output x. Within a vector every lane keeps
 //              one x phase, so a lane-permuted input vector times a per-lane weight vector does one tap
 //              for all phases at once; no layout copies.
+// dot_x:       few output channels (as dot) on NCX data, the vector along output x as in depthwise_x:
+//              each input channel's permuted vector feeds every output channel's accumulators, and the
+//              call reduces over all input channels; no layout copies.
 // gemm_x:      NCX with K == s on every axis (no pads): a GEMM with the vector along input x; the
 //              store interleaves the two x phases into contiguous output rows.
 // col:         few input pixels and large weights: one GEMM over all input pixels at once (an inner
 //              1x1 kernel with taps x C_OUT output channels, so each weight serves every pixel), then
 //              the taps' products are summed into the output (col2im).
-enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col };
+enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col, dot_x };
+// The x-vector families (depthwise_x, dot_x) share the lane algebra, the executor and the generator.
+inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x || a == Algorithm::dot_x; }
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
@@ -141,7 +146,7 @@ struct Plan {
   int functions_per_kind() const {
     if (algorithm == Algorithm::col) return 0;  // the inner kernel's functions do the work
     if (algorithm == Algorithm::gemm_x) return axes[1].in % rows_per_block ? 2 : 1;
-    return algorithm == Algorithm::depthwise_x ? 1 : ur_w;
+    return x_vector_family(algorithm) ? 1 : ur_w;
   }
 };
 
@@ -165,12 +170,17 @@ constexpr int64_t kSerialBytes = int64_t{1} << 20;
 constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
 bool depthwise_x_applies(const Problem& p, Isa isa);
+// At most this many output channels per group take the dot families (dot, dot_x).
+constexpr int64_t kDotMaxOc = 4;
+bool dot_x_applies(const Problem& p, Isa isa);
+bool dot_x_preferred(const Problem& p, Isa isa);  // the default heuristic's choice where dot_x applies
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 bool gemm_x_applies(const Problem& p, Isa isa);
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
 // Fills the tile, threading and strides of the depthwise_x family (make_plan adds name and packing).
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h);
+void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_depthwise_x.cpp
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_gemm_x.cpp
 
 // col (runtime/col.cpp): whether the default heuristic takes it, and the inner GEMM's descriptor: N

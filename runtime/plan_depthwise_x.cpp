@@ -49,19 +49,102 @@ void choose_tile(Plan& pl, const Problem& p, const TuningHints& h, int64_t row_v
 
 }  // namespace
 
-bool depthwise_x_applies(const Problem& p, Isa isa) {
+namespace {
+
+// The lane algebra's conditions, shared by depthwise_x and dot_x. Channel planes are addressed with 32-bit
+// displacements, up to 4 channels per register block (a depthwise_x hint asking for more is checked in
+// plan_depthwise_x). Blocks that need masks are unrolled, and there are about as many as x taps per
+// output: bounded so the code stays small.
+bool x_vectors_fit(const Problem& p, Isa isa) {
   const int64_t s = p.stride.back();
   int64_t in_sp = 1, out_sp = 1;
   for (int64_t v : p.in) in_sp *= v;
   for (int64_t v : p.out) out_sp *= v;
-  // Channel planes are addressed with 32-bit displacements, up to 4 channels per register block (a hint
-  // asking for more is checked in plan_depthwise_x). Blocks that need masks are unrolled, and there are
-  // about as many as x taps per output: bounded so the code stays small.
   const bool small_planes = std::max(in_sp, out_sp) * 4 * 4 < (int64_t{1} << 31);
   const int64_t x_taps = (p.kernel.back() + s - 1) / s;
-  return p.data_format == DataFormat::NCX && p.c_in_per_group() == 1 &&
-         p.c_out_per_group() == 1 && p.dilation.back() == 1 && vector_lanes(isa) % s == 0 &&
+  return p.data_format == DataFormat::NCX && p.dilation.back() == 1 && vector_lanes(isa) % s == 0 &&
          small_planes && x_taps <= 16;
+}
+
+}  // namespace
+
+bool depthwise_x_applies(const Problem& p, Isa isa) {
+  return p.c_in_per_group() == 1 && p.c_out_per_group() == 1 && x_vectors_fit(p, isa);
+}
+
+bool dot_x_applies(const Problem& p, Isa isa) {
+  return p.groups == 1 && p.c_out <= kDotMaxOc && x_vectors_fit(p, isa);
+}
+
+// dot_x saves dot's copy of the source to NXC (a pass over it that no kernel size changes) but pays, per
+// input channel, loop and mask work at every kernel tap and row edge. So: rows of at least 4 vectors and
+// kernels of at most 16 taps (2 threads, NCX, dot_x against dot: convtasnet_decoder 0.93 / 2.10 ms,
+// pix2pix_outermost_up 0.92 / 1.07, vqvae2_dec_out_b16 10.1 / 13.9; but 28-pixel rows cdcgan_mnist_h2_b64
+// 1.78 / 0.75, and a 7x7 kernel resnet50_bwd_stem_b16 18.8 / 15.5). Rows of 64 pixels on either ISA
+// (AVX2, 32-pixel rows: dcgan32_g4_b64 0.75 / 0.62). bf16 dot reduces channel pairs at twice the FMA rate
+// on CPUs with avx512_bf16, so there only copy-bound layers, with at most 15 products per source element,
+// go to dot_x (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where
+// it is preferred, reads NCX in place without either cost.
+bool dot_x_preferred(const Problem& p, Isa isa) {
+  int64_t taps = 1;
+  for (int64_t k : p.kernel) taps *= k;
+  const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
+  return p.c_in >= 8 && taps <= 16 && p.out.back() >= 64 && (!pairs || p.c_out * taps < 16) &&
+         dot_x_applies(p, isa) && !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
+}
+
+namespace {
+
+// The strides and weight steps both x-vector families read.
+void set_x_vector_geometry(Plan& pl, const Problem& p) {
+  const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
+  BlockKind k;
+  k.vectors = pl.oc_vectors;
+  k.wei_k_floats = ceil_div(ax.kernel, ax.stride) * pl.lanes;
+  k.wei_tap_step = {az.tap_k_step * ay.kernel * k.wei_k_floats, ay.tap_k_step * k.wei_k_floats, 0};
+  pl.main = pl.last = k;
+  const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
+  pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
+  pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
+  pl.src_ic_stride = pl.src_c;
+  pl.src_pix_stride = pl.dst_pix_stride = 1;
+  pl.src_tap_step = {-az.tap_i_step * ay.in * ax.in, -ay.tap_i_step * ax.in, -1};
+}
+
+}  // namespace
+
+// dot_x: the register block holds every output channel (at most 4) for ur_w vectors; each input channel's
+// permuted vector feeds all of them, and the call walks the input channels.
+void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h) {
+  check_hint(h.x_split >= 0 && h.x_split <= 1, "dot_x computes whole rows (x_split 1)");
+  check_hint(h.ic_block <= 0 || h.ic_block == p.c_in, "dot_x reduces over all input channels in one pass");
+  check_hint(h.x_halo != 1, "dot_x masks its loads at the borders instead of a halo");
+  check_hint(h.batch_block != 1 && h.oc_loop <= 1, "dot_x walks rows (no batch_block, oc_loop 1)");
+  const int oc = static_cast<int>(p.c_out);
+  check_hint(!h.oc_vectors || h.oc_vectors == oc, "dot_x holds all output channels (oc_vectors " +
+                                                       std::to_string(oc) + ")");
+  pl.algorithm = Algorithm::dot_x;
+  pl.layout = LayoutPath::ncx_native;
+  pl.x_split = 1;
+  pl.oc_vectors = oc;
+  // Enough accumulators to hide the FMA latency, within the row and the register file: a narrow row (a
+  // 28-pixel output is two vectors) takes several sets of them, each summing every k-th input channel.
+  const int64_t row_vectors = ceil_div(pl.axes[2].out, pl.lanes);
+  const int chains = pl.isa == Isa::avx512_core ? 12 : 8;
+  int u = static_cast<int>(std::min<int64_t>(row_vectors, ceil_div(chains, oc)));
+  while (u > 1 && !tile_fits(pl.isa, u, oc)) --u;
+  if (h.ur_w) u = h.ur_w;
+  int k = static_cast<int>(std::min<int64_t>(p.c_in, ceil_div(chains, u * oc)));
+  while (k > 1 && !tile_fits(pl.isa, u * k, oc)) --k;
+  if (h.ic_unroll) k = h.ic_unroll;
+  check_hint(k >= 1 && k <= 8 && tile_fits(pl.isa, u * k, oc),
+             "dot_x: ur_w " + std::to_string(u) + " vectors of " + std::to_string(oc) + " channels in " +
+                 std::to_string(k) + " sets (ic_unroll) do not fit the register file");
+  pl.ur_w = u;
+  pl.ic_unroll = k;
+  pl.channels_per_call = oc;
+  pl.oc_blocks = 1;
+  set_x_vector_geometry(pl, p);
 }
 
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
@@ -79,13 +162,7 @@ void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.ic_unroll = 1;
   pl.x_split = 1;
 
-  const int64_t x_taps = ceil_div(ax.kernel, ax.stride);
   choose_tile(pl, p, h, ceil_div(ax.out, pl.lanes));
-  BlockKind k;
-  k.vectors = pl.oc_vectors;
-  k.wei_k_floats = x_taps * pl.lanes;
-  k.wei_tap_step = {az.tap_k_step * ay.kernel * k.wei_k_floats, ay.tap_k_step * k.wei_k_floats, 0};
-  pl.main = pl.last = k;
 
   // Calls: one output row of channels_per_call channels (a multiple of the register block's channels).
   const int64_t rows = pl.batch * az.out * ay.out;
@@ -99,13 +176,7 @@ void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
     pl.channels_per_call = h.channels_per_call;
   }
   pl.oc_blocks = ceil_div(p.c_out, pl.channels_per_call);
-
-  const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
-  pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
-  pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
-  pl.src_ic_stride = pl.src_c;
-  pl.src_pix_stride = pl.dst_pix_stride = 1;
-  pl.src_tap_step = {-az.tap_i_step * ay.in * ax.in, -ay.tap_i_step * ax.in, -1};
+  set_x_vector_geometry(pl, p);
 }
 
 }  // namespace deconvjit::detail

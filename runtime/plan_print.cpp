@@ -16,6 +16,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::depthwise: return "depthwise";
     case Algorithm::dot: return "dot";
     case Algorithm::depthwise_x: return "depthwise_x";
+    case Algorithm::dot_x: return "dot_x";
     case Algorithm::gemm_x: return "gemm_x";
     case Algorithm::col: return "col";
   }
@@ -86,7 +87,7 @@ std::string Plan::packing_signature() const {
                     std::to_string(last.vectors) + '/' + std::to_string(ic_vectors);
   for (const Axis& a : axes) sig += '/' + std::to_string(a.kernel);
   // depthwise_x lanes hold x phases: which kernel x a lane sees depends on the stride and pad phase.
-  if (algorithm == Algorithm::depthwise_x)
+  if (x_vector_family(algorithm))
     sig += "/x" + std::to_string(axes[2].stride) + ':' + std::to_string(floor_mod(axes[2].pad_begin, axes[2].stride));
   if (ic_pairs) sig += "/bf16pairs";  // 32-bit slots hold two bf16 weights, not one f32
   if (bf16_even_odd) sig += "/evenodd";  // channels of each 32-group: even ones, then odd ones

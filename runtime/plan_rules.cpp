@@ -14,7 +14,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "NXC-shaped output -> gemm; else direct. col_preferred (f32, G=1, at least half of col's products "
        "used): at most 96 input pixels and at least 16 MB of weights, or more than 4 output channels that "
        "fill vectors half again better as taps x channels, over at least 256 input channels -> col. NCX: "
-       "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source), "
+       "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source); dot_x "
+       "instead of dot for rows of 64+ pixels and kernels of at most 16 taps (dot_x_preferred; on CPUs "
+       "with avx512_bf16, bf16 only below 16 products per source element), "
        "depthwise_x also for G=1 with one channel each way (one_channel_native; choose_layout; not gemm_x "
        "for bf16 on CPUs with avx512_bf16, where the row families reduce channel pairs)"},
       {{"layout", ""},
@@ -26,6 +28,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"ur_w", "gemm_x"}, "plan_gemm_x: as many input vectors (up to 3) as the row, or the plane, holds"},
       {{"ur_w", "depthwise_x"}, "depthwise_x choose_tile: one vector per FMA chain needed to hide latency, "
                                 "capped by the row's vectors"},
+      {{"ur_w", "dot_x"}, "plan_dot_x: enough vectors for 12 FMA chains (8 on AVX2) with all output channels"},
+      {{"ic_unroll", "dot_x"}, "plan_dot_x: accumulator sets (each summing every k-th input channel) up to 12 "
+                               "chains, within the register file"},
       {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "

@@ -96,7 +96,7 @@ Problem resolve(const Descriptor& d);
 // hint), never silently ignored. Every plan prints its complete choices (Kernel::choices()), and those
 // choices compile back to the same kernel: an autotuner searches exactly this space (enumerate_plans).
 struct TuningHints {
-  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col"
+  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x"
   std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
   int ur_w = 0;          // output pixels per register block (gemm_x: input vectors along a row)
   int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x: channels)

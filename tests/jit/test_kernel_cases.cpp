@@ -131,6 +131,43 @@ TEST_P(KernelCases, LongNcxRowsThroughTheSourceCopy) {
   }
 }
 
+// dot_x: 1-4 output channels on NCX data with the vector along output x. Strides 1-8 (8 needs AVX-512's
+// 16 lanes... and divides AVX2's 8), pads that cut into the first vector, rows whose blocks run as loops
+// and rows that end in a masked vector, input channels that leave a remainder after the accumulator sets.
+TEST_P(KernelCases, DotX) {
+  struct Case {
+    int rank;
+    int64_t c_in, c_out;
+    std::vector<int64_t> in, k, s, pb, pe;
+    int sets, ur;
+  };
+  const std::vector<Case> cases = {
+      {1, 13, 1, {200}, {16}, {8}, {3}, {5}, 0, 0},
+      {1, 9, 2, {70}, {2}, {1}, {0}, {0}, 2, 2},
+      {2, 7, 3, {5, 40}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, 0, 0},
+      {2, 5, 4, {3, 9}, {3, 5}, {1, 2}, {0, 2}, {1, 1}, 2, 1},
+      {3, 6, 1, {2, 3, 20}, {2, 3, 4}, {2, 1, 4}, {0, 1, 0}, {1, 0, 2}, 0, 3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("case C_IN " + std::to_string(c.c_in) + " C_OUT " + std::to_string(c.c_out));
+    TuningHints h;
+    h.algorithm = "dot_x";
+    h.ic_unroll = c.sets;
+    h.ur_w = c.ur;
+    DeconvTester t = T().rank(c.rank).batch(2).channels(c.c_in, c.c_out).input(c.in).kernel(c.k).stride(c.s)
+                         .pads(c.pb, c.pe).hints(h);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "dot_x");
+  }
+  // An infinite weight on the first tap, which the pads cut off at the row's start: outputs with no such
+  // term must stay finite (a masked lane's 0 * inf would be NaN).
+  TuningHints h;
+  h.algorithm = "dot_x";
+  T().rank(1).channels(8, 2).input({40}).kernel({5}).stride({2}).pads({2}, {2}).hints(h)
+      .edit([](verify::TypedOperands& o) { o.weights.set(0, std::numeric_limits<double>::infinity()); })
+      .Test();
+}
+
 TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
   for (int64_t c_in : {1, 7, 37, 64})
     for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();

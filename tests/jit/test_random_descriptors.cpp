@@ -313,6 +313,13 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
     h.ic_block = 0;
     if (p.data_format == DataFormat::NCX) h.layout = uniform(rng, 0, 1) ? "src_copy" : "";
   }
+  // The NCX x-vector form of the dot family: all output channels per block, a few accumulator sets.
+  if (alg == 2 && p.c_out_per_group() <= 4 && p.groups == 1 && p.data_format == DataFormat::NCX) {
+    h = TuningHints{};
+    h.algorithm = "dot_x";
+    h.ic_unroll = uniform(rng, 0, 3);
+    h.ur_w = uniform(rng, 0, 2);
+  }
   return h;
 }
 
