@@ -244,6 +244,13 @@ void DepthwiseXGenerator::emit_block(int64_t b, int vectors) {
 // One x tap for the whole block: per channel a per-lane weight vector; per vector one (masked) load,
 // the phase permutation, one FMA. Vectors whose inputs all lie outside the row are skipped.
 void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
+  // dot_x walks hundreds of input channel rows per block, a short piece of each: more streams than the
+  // hardware prefetchers follow. So each channel's piece for the next block is asked for one block ahead.
+  if (reduce() && j == 0) {
+    const int64_t span = int64_t{pl_.ur_w} * lanes() / stride() * eb();
+    const int64_t first = (int64_t{pl_.ur_w} * lanes() / stride() + pad_div()) * eb();
+    for (int64_t at = 0; at < span + 64; at += 64) prefetcht0(ptr[r_sy + first + at]);
+  }
   for (int c = 0; c < cb_; ++c)
     vmovups(wvec(c), ptr[r_wy + (c * per_channel_floats() + j * lanes()) * kFloat]);
   // Lanes whose kernel x lies past the kernel have a zero weight; their inputs are zeroed too, so an
