@@ -49,7 +49,7 @@ class DepthwiseXGenerator : public Generator {
     align(16);
     out.entries[0].push_back(getSize());
     emit_function(pl_.oc_vectors);
-    if (pl_.oc_vectors > 1) {
+    if (pl_.oc_vectors > 1 && !reduce()) {  // (dot_x: one block holds every output channel)
       align(16);
       out.entries[1].push_back(getSize());
       emit_function(1);

@@ -22,7 +22,7 @@ EmittedCode emit_kernel(const detail::Plan& plan);
 // The families (one file each).
 EmittedCode emit_direct(const detail::Plan& plan);  // direct, gemm, depthwise
 EmittedCode emit_dot(const detail::Plan& plan);     // dot
-EmittedCode emit_depthwise_x(const detail::Plan& plan);  // depthwise_x
+EmittedCode emit_depthwise_x(const detail::Plan& plan);  // depthwise_x and dot_x
 EmittedCode emit_gemm_x(const detail::Plan& plan);       // gemm_x
 
 }  // namespace deconvjit::jit

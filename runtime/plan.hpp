@@ -36,7 +36,7 @@ inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x ||
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
 // src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
-// native: the kernel reads and writes NCX itself (depthwise_x, gemm_x).
+// native: the kernel reads and writes NCX itself (depthwise_x, dot_x, gemm_x).
 enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_native };
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
@@ -101,7 +101,7 @@ struct Plan {
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
   int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
-  int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row)
+  int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row); dot_x: C_OUT
   int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows; the last
                                   // group of a plane takes the remainder)
   bool flat_plane = false;        // gemm_x: a row group is the whole plane, its vectors run across rows
@@ -140,7 +140,7 @@ struct Plan {
   // same signature (say, another batch size); any other kernel must refuse them.
   std::string packing_signature() const;
   std::string to_json() const;
-  // Generated functions per block kind: one per block width for the row families, one for depthwise_x,
+  // Generated functions per block kind: one per block width for the row families, one for depthwise_x and dot_x,
   // and for gemm_x the full row group plus a shorter last one when rows_per_block does not divide the
   // height.
   int functions_per_kind() const {

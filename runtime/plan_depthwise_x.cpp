@@ -1,4 +1,5 @@
-// Planning for the depthwise_x family: depthwise on NCX data with the vector along output x.
+// Planning for the x-vector families: depthwise_x (depthwise on NCX data with the vector along output x)
+// and dot_x (1-4 output channels, the same lane algebra with a reduction over input channels).
 //
 // Output lane l of a vector starting at x0 (a multiple of the lane count, hence of the stride s) has
 // phase r_l = (l + pad) mod s and sees kernel x = r_l + s*j at input x0/s + (l + pad) div s - j, for
@@ -76,21 +77,29 @@ bool dot_x_applies(const Problem& p, Isa isa) {
   return p.groups == 1 && p.c_out <= kDotMaxOc && x_vectors_fit(p, isa);
 }
 
-// dot_x saves dot's copy of the source to NXC (a pass over it that no kernel size changes) but pays, per
-// input channel, loop and mask work at every kernel tap and row edge. So: rows of at least 4 vectors and
-// kernels of at most 16 taps (2 threads, NCX, dot_x against dot: convtasnet_decoder 0.93 / 2.10 ms,
-// pix2pix_outermost_up 0.92 / 1.07, vqvae2_dec_out_b16 10.1 / 13.9; but 28-pixel rows cdcgan_mnist_h2_b64
-// 1.78 / 0.75, and a 7x7 kernel resnet50_bwd_stem_b16 18.8 / 15.5). Rows of 64 pixels on either ISA
-// (AVX2, 32-pixel rows: dcgan32_g4_b64 0.75 / 0.62). bf16 dot reduces channel pairs at twice the FMA rate
-// on CPUs with avx512_bf16, so there only copy-bound layers, with at most 15 products per source element,
-// go to dot_x (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where
-// it is preferred, reads NCX in place without either cost.
+// For 1-4 output channels on NCX data. dot_x saves dot's copy of the source to NXC (a pass over it that no
+// kernel size changes), and with fewer than 8 input channels it fills vectors where every other family
+// leaves them nearly empty. It pays, per input channel, loop and mask work at every tap and row edge, and
+// a permute per FMA when one output channel shares none. So: rows of at least 64 pixels, at most 8 x taps
+// per output, and with several output channels at most 4 taps per output (2 threads, NCX, ms, default
+// against dot_x: flownets_flow3_up, 2 -> 2 channels, 0.031 / 0.004; fcn16s_siftflow_geo_upscore16
+// 0.091 / 0.031; wavegan_up5_b16 2.16 / 1.53; gcnet_l37_crop 4.65 / 3.66; but 16 x taps segan_deconv11
+// 0.114 / 0.165, a 7x7 kernel with 3 outputs resnet50_bwd_stem_b16 15.3 / 19.1, 31-pixel rows
+// cdcgan_mnist_h2_b64 0.70 / 1.51, 8 taps with 3 outputs vgan_fg_g4 1.40 / 1.59). bf16 dot reduces channel pairs at twice the FMA rate on CPUs with
+// avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
+// (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
+// preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
 bool dot_x_preferred(const Problem& p, Isa isa) {
-  int64_t taps = 1;
-  for (int64_t k : p.kernel) taps *= k;
+  int64_t taps = 1, per_output = 1;
+  for (size_t i = 0; i < p.kernel.size(); ++i) {
+    taps *= p.kernel[i];
+    per_output *= ceil_div(p.kernel[i], p.stride[i]);
+  }
+  const int64_t x_taps = ceil_div(p.kernel.back(), p.stride.back());
   const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
-  return p.c_in >= 8 && taps <= 16 && p.out.back() >= 64 && (!pairs || p.c_out * taps < 16) &&
-         dot_x_applies(p, isa) && !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
+  return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4) &&
+         (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
+         !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
 }
 
 namespace {
@@ -134,7 +143,7 @@ void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h) {
   int u = static_cast<int>(std::min<int64_t>(row_vectors, ceil_div(chains, oc)));
   while (u > 1 && !tile_fits(pl.isa, u, oc)) --u;
   if (h.ur_w) u = h.ur_w;
-  int k = static_cast<int>(std::min<int64_t>(p.c_in, ceil_div(chains, u * oc)));
+  int k = static_cast<int>(std::min<int64_t>({p.c_in, ceil_div(chains, u * oc), 8}));
   while (k > 1 && !tile_fits(pl.isa, u * k, oc)) --k;
   if (h.ic_unroll) k = h.ic_unroll;
   check_hint(k >= 1 && k <= 8 && tile_fits(pl.isa, u * k, oc),

@@ -17,11 +17,14 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source); dot_x "
        "instead of dot for rows of 64+ pixels and kernels of at most 16 taps (dot_x_preferred; on CPUs "
        "with avx512_bf16, bf16 only below 16 products per source element), "
-       "depthwise_x also for G=1 with one channel each way (one_channel_native; choose_layout; not gemm_x "
-       "for bf16 on CPUs with avx512_bf16, where the row families reduce channel pairs)"},
+       "depthwise_x also for G=1 with one channel each way (one_channel_native); not gemm_x for bf16 on "
+       "CPUs with avx512_bf16, where the row families reduce channel pairs (choose_layout). The defaults "
+       "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
       {{"layout", ""},
-       "choose_layout: NXC data needs none; NCX: the dot family stores NCX itself (src_copy), depthwise goes "
-       "through whole-tensor scratch copies, every other row family through a row buffer"},
+       "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x and gemm_x read and write NCX "
+       "themselves (native); otherwise the dot family stores NCX itself (src_copy), depthwise goes "
+       "through whole-tensor scratch copies, gemm through them where folding fills lanes a third again "
+       "better, every other row family through a row buffer"},
       {{"ur_w", ""},
        "choose_tile: the widest block that fits the register file next to its weight vectors and "
        "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase"},
@@ -30,7 +33,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                                 "capped by the row's vectors"},
       {{"ur_w", "dot_x"}, "plan_dot_x: enough vectors for 12 FMA chains (8 on AVX2) with all output channels"},
       {{"ic_unroll", "dot_x"}, "plan_dot_x: accumulator sets (each summing every k-th input channel) up to 12 "
-                               "chains, within the register file"},
+                               "chains, at most 8, within the register file"},
+      {{"oc_vectors", "dot_x"}, "plan_dot_x: all output channels (one accumulator set each per vector)"},
       {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "

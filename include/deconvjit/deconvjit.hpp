@@ -98,9 +98,9 @@ Problem resolve(const Descriptor& d);
 struct TuningHints {
   std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x"
   std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
-  int ur_w = 0;          // output pixels per register block (gemm_x: input vectors along a row)
-  int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x: channels)
-  int ic_unroll = 0;     // input-channel loop unroll
+  int ur_w = 0;          // output pixels per register block (gemm_x: input vectors; depthwise_x, dot_x: output vectors)
+  int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x, dot_x: channels)
+  int ic_unroll = 0;     // input-channel loop unroll (dot_x: accumulator sets)
   int x_split = 0;       // parts each output row is split into for threading
   int ic_block = 0;      // input channels per reduction pass (must divide C_IN/G); 0: one pass
   int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no

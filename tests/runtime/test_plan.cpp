@@ -289,6 +289,31 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
       }
 }
 
+// The NCX defaults that change a layer's family: the dot family's wide rows go to dot_x, a 1->1 layer
+// without groups to depthwise_x. Each keeps its NXC family when a hint asks for something only that
+// family does (x_halo), and dot_x is refused on NXC data by name.
+TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
+  const DeconvTester dot = DeconvTester().channels(16, 2).input({4, 40}).kernel({4, 4}).stride({2, 2})
+                               .pads({1, 1}, {1, 1});
+  const DeconvTester one = DeconvTester().channels(1, 1).input({8, 40}).kernel({4, 4}).stride({2, 2})
+                               .pads({1, 1}, {1, 1});
+  TuningHints halo;
+  halo.x_halo = 1;
+  TuningHints serial;
+  serial.parallel = 0;
+  for (Isa isa : kIsas) {
+    EXPECT_EQ(plan_for(dot, isa).algorithm, Algorithm::dot_x) << to_string(isa);
+    EXPECT_EQ(plan_for(dot, isa, serial).algorithm, Algorithm::dot_x) << to_string(isa);
+    EXPECT_EQ(plan_for(dot, isa, halo).algorithm, Algorithm::dot) << to_string(isa);
+    EXPECT_EQ(plan_for(one, isa).algorithm, Algorithm::depthwise_x) << to_string(isa);
+    EXPECT_NE(plan_for(one, isa, halo).algorithm, Algorithm::depthwise_x) << to_string(isa);
+    EXPECT_NE(plan_for(DeconvTester(one).layout(DataFormat::NXC), isa).algorithm, Algorithm::depthwise_x);
+    TuningHints dot_x;
+    dot_x.algorithm = "dot_x";
+    expect_rejected(resolve(DeconvTester(dot).layout(DataFormat::NXC).descriptor()), isa, dot_x, "dot_x on NXC");
+  }
+}
+
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
   std::mt19937 rng(5);
   for (int i = 0; i < 100; ++i) {
