@@ -85,7 +85,8 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // against dot_x: flownets_flow3_up, 2 -> 2 channels, 0.031 / 0.004; fcn16s_siftflow_geo_upscore16
 // 0.091 / 0.031; wavegan_up5_b16 2.16 / 1.53; gcnet_l37_crop 4.65 / 3.66; but 16 x taps segan_deconv11
 // 0.114 / 0.165, a 7x7 kernel with 3 outputs resnet50_bwd_stem_b16 15.3 / 19.1, 31-pixel rows
-// cdcgan_mnist_h2_b64 0.70 / 1.51, 8 taps with 3 outputs vgan_fg_g4 1.40 / 1.59). bf16 dot reduces channel pairs at twice the FMA rate on CPUs with
+// cdcgan_mnist_h2_b64 0.70 / 1.51, 8 taps with 3 outputs vgan_fg_g4 1.40 / 1.59; at x stride 1 there is no
+// permute: 9 taps with 3 outputs lsgan_d7_b16 tuned 1.58x faster in dot_x). bf16 dot reduces channel pairs at twice the FMA rate on CPUs with
 // avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
 // (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
 // preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
@@ -97,7 +98,7 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
   }
   const int64_t x_taps = ceil_div(p.kernel.back(), p.stride.back());
   const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
-  return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4) &&
+  return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || p.stride.back() == 1) &&
          (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
          !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
 }
