@@ -175,7 +175,12 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // layer has too few channels to fill vectors and gemm's folded channels (stride x C_OUT) do: the row
   // families would leave most lanes empty (tuned on the corpus, 2 threads: hed_dsn5_up C_OUT 1 s16
   // 0.345 -> 0.140 ms, fcn16s_voc_upscore16 C_OUT 21 s16 6.42 -> 4.57 ms, hed_dsn2_up C_OUT 1 s2 1.37x).
-  if (by_default && family == Algorithm::gemm && folding_fills_lanes(p, vector_lanes(isa)))
+  // Likewise at strides of 32 and more, whatever the lanes: a row family's phase runs are then a few pixels
+  // each, while gemm gives each input pixel one run of s x C_OUT outputs (tuned at the default budget,
+  // gemm through copies: waveglow_upsample, stride 256, 2.25x; waveglow_upsample_b12 1.86x;
+  // fcn32s_nyud_upscore, stride 32, 1.87x).
+  if (by_default && family == Algorithm::gemm &&
+      (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32))
     return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;

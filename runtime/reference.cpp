@@ -1,6 +1,7 @@
 // The scalar oracle (semantics.md section 4), in the gather form: every output element is written exactly
 // once, as a double-precision sum over the (input position, tap) pairs that land on it. It trusts only the
 // resolved Problem, so it stays independent of the planner and the JIT.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -127,13 +128,18 @@ void gather(const Problem& p, const float* src, const float* weights, double* ds
   const Geometry g = make_geometry(p);
   const auto taps = axis_taps(p, g);
   // Rows of outputs in parallel: each output is still one sum in a fixed order, so the result does not
-  // depend on the threads; it only makes the oracle usable on large layers (the tuner checks them).
+  // depend on the threads; it only makes the oracle usable on large layers (the tuner checks them). With
+  // few rows (a 1-D layer has one per image) the rows are cut into parts, so that every thread has work:
+  // the tuner's budget includes this oracle (dac_up1, one row of 688 outputs x 768 channels, took most
+  // of its 20 s on one thread).
   const int64_t rows = only ? static_cast<int64_t>(only->size()) : p.batch * g.out[0] * g.out[1];
-  tbb::parallel_for(int64_t{0}, rows, [&](int64_t i) {
+  const int64_t xs = only_x ? static_cast<int64_t>(only_x->size()) : g.out[2];
+  const int64_t parts = rows >= 64 ? 1 : std::min<int64_t>(xs, (64 + rows - 1) / rows);
+  tbb::parallel_for(int64_t{0}, rows * parts, [&](int64_t t) {
+    const int64_t i = t / parts, part = t % parts;
     const int64_t row = only ? (*only)[static_cast<size_t>(i)] : i;
     const int64_t oy = row % g.out[1], oz = row / g.out[1] % g.out[0], n = row / (g.out[1] * g.out[0]);
-    const int64_t xs = only_x ? static_cast<int64_t>(only_x->size()) : g.out[2];
-    for (int64_t xi = 0; xi < xs; ++xi) {
+    for (int64_t xi = part * xs / parts; xi < (part + 1) * xs / parts; ++xi) {
       const int64_t ox = only_x ? (*only_x)[static_cast<size_t>(xi)] : xi;
       const auto& tz = taps[0][oz];
       const auto& ty = taps[1][oy];
