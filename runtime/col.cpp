@@ -54,11 +54,9 @@ bool col_preferred(const Problem& p) {
   // vectors: 2.03 -> 1.36 ms on 2 threads, NXC). Only on long reductions: a col element then costs at
   // least 512 FLOPs and its write, read-back and sum are small next to them; on 20-channel inputs col
   // lost 3-6x (ov_spec_ex1, fcn8s_upscore2).
-  const int64_t oc = p.c_out, lanes = 16;
-  auto lane_use = [&](int64_t c) {
-    return static_cast<double>(c) / static_cast<double>((c + lanes - 1) / lanes * lanes);
-  };
-  const bool fills_lanes = oc > 4 && p.c_in >= 256 && lane_use(taps * oc) >= 1.5 * lane_use(oc);
+  // (col_preferred is planned before the ISA matters, so lanes are counted as AVX-512's 16.)
+  const int64_t oc = p.c_out;
+  const bool fills_lanes = oc > 4 && p.c_in >= 256 && lane_use(taps * oc, 16) >= 1.5 * lane_use(oc, 16);
   return possible && (big_weights || fills_lanes);
 }
 

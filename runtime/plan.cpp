@@ -100,10 +100,6 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
 }
 
-// Lanes a channel count fills in whole vectors.
-double lane_use(int64_t channels, int lanes) {
-  return static_cast<double>(channels) / static_cast<double>(ceil_div(channels, int64_t{lanes}) * lanes);
-}
 
 // gemm's folded channels (x stride x C_OUT) fill vectors at least a third again better than C_OUT does.
 // (21 channels: 66% of two vectors, folded by stride 2 95%, by 8 100%: tuned at the default budget, gemm
@@ -132,7 +128,8 @@ bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
 }
 
 // `family` is the algorithm as chosen for NXC data: the dot and depthwise families fix how NCX data flows.
-LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family) {
+// For ncx_native, `native` receives the family that reads and writes NCX itself (decided here, once).
+LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native) {
   if (p.data_format == DataFormat::NXC) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
     check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x",
@@ -144,7 +141,10 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
   const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa) &&
                            (family != Algorithm::dot || family_neutral(h));
-  if (family != Algorithm::depthwise && dot_x_chosen(p, isa, h)) return LayoutPath::ncx_native;
+  if (family != Algorithm::depthwise && dot_x_chosen(p, isa, h)) {
+    native = Algorithm::dot_x;
+    return LayoutPath::ncx_native;
+  }
   check_hint(h.algorithm != "dot_x", "algorithm dot_x needs NCX data, G=1, at most 4 output channels, "
                                      "x dilation 1 and an x stride dividing the vector lanes");
   if (family == Algorithm::dot && !native_gemm) {
@@ -156,10 +156,12 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   if (family == Algorithm::depthwise && (by_default || h.algorithm == "depthwise_x") &&
       depthwise_x_applies(p, isa)) {
     check_hint(h.layout.empty(), "algorithm depthwise_x reads and writes NCX itself (no layout hint)");
+    native = Algorithm::depthwise_x;
     return LayoutPath::ncx_native;
   }
   if (native_gemm || (h.algorithm == "gemm_x" && gemm_x_applies(p, isa))) {
     check_hint(h.layout.empty(), "algorithm gemm_x reads and writes NCX itself (no layout hint)");
+    native = Algorithm::gemm_x;
     return LayoutPath::ncx_native;
   }
   check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, G=1, kernel == stride "
@@ -547,7 +549,7 @@ bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h) {
 // arithmetic on many bytes still pays for a fork: each core brings its own bandwidth (dcgan64_g1_b1, a
 // 1x1 input and 3.2 MB of weights read once: 0.041 ms on one thread, 0.023 ms on two).
 void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
-  const int64_t bytes = (p.src_elements() + p.weights_elements() + p.dst_elements()) * (p.dtype == DType::f32 ? 4 : 2);
+  const int64_t bytes = (p.src_elements() + p.weights_elements() + p.dst_elements()) * pl.elem_bytes();
   pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops || bytes >= kSerialBytes;
 }
 
@@ -578,15 +580,16 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   } else {
     Algorithm family = choose_algorithm(p, pl.axes[2], LayoutPath::nxc, h);
     if (one_channel_native(p, isa, h)) family = Algorithm::depthwise;
-    pl.layout = choose_layout(p, isa, h, family);
-    if (pl.layout == LayoutPath::ncx_native && family == Algorithm::depthwise)
-      plan_depthwise_x(pl, p, h);
-    else if (pl.layout == LayoutPath::ncx_native && dot_x_chosen(p, isa, h))
-      plan_dot_x(pl, p, h);
-    else if (pl.layout == LayoutPath::ncx_native)
-      plan_gemm_x(pl, p, h);
-    else
+    Algorithm native = family;
+    pl.layout = choose_layout(p, isa, h, family, native);
+    if (pl.layout != LayoutPath::ncx_native)
       plan_rows(pl, p, h);
+    else if (native == Algorithm::depthwise_x)
+      plan_depthwise_x(pl, p, h);
+    else if (native == Algorithm::dot_x)
+      plan_dot_x(pl, p, h);
+    else
+      plan_gemm_x(pl, p, h);
     check_family_hints(pl, h);
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();

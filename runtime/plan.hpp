@@ -174,6 +174,10 @@ bool depthwise_x_applies(const Problem& p, Isa isa);
 constexpr int64_t kDotMaxOc = 4;
 bool dot_x_applies(const Problem& p, Isa isa);
 bool dot_x_preferred(const Problem& p, Isa isa);  // the default heuristic's choice where dot_x applies
+// The share of lanes a channel count fills in whole vectors.
+inline double lane_use(int64_t channels, int lanes) {
+  return static_cast<double>(channels) / static_cast<double>(ceil_div(channels, int64_t{lanes}) * lanes);
+}
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 bool gemm_x_applies(const Problem& p, Isa isa);
