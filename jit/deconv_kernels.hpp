@@ -24,5 +24,6 @@ EmittedCode emit_direct(const detail::Plan& plan);  // direct, gemm, depthwise
 EmittedCode emit_dot(const detail::Plan& plan);     // dot
 EmittedCode emit_depthwise_x(const detail::Plan& plan);  // depthwise_x and dot_x
 EmittedCode emit_gemm_x(const detail::Plan& plan);       // gemm_x
+EmittedCode emit_col_x(const detail::Plan& plan);        // col_x
 
 }  // namespace deconvjit::jit

@@ -119,6 +119,7 @@ void RowKernelGenerator::emit_tap_loops() {
 EmittedCode emit_kernel(const detail::Plan& plan) {
   if (detail::x_vector_family(plan.algorithm)) return emit_depthwise_x(plan);  // and dot_x
   if (plan.algorithm == detail::Algorithm::gemm_x) return emit_gemm_x(plan);
+  if (plan.algorithm == detail::Algorithm::col_x) return emit_col_x(plan);
   return plan.algorithm == detail::Algorithm::dot ? emit_dot(plan) : emit_direct(plan);
 }
 

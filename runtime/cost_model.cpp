@@ -103,6 +103,21 @@ Estimate depthwise_x_family(const Plan& pl) {
   return e;
 }
 
+// Every FMA lane is a real product except past the row's end; the phase interleave adds about three
+// instructions per (output vector, kernel x), and a part recomputes one tile.
+Estimate col_x_family(const Plan& pl) {
+  Estimate e;
+  const Axis& x = pl.axes[2];
+  const double lanes_used = static_cast<double>(x.in) / static_cast<double>(ceil_div(x.in, int64_t{16}) * 16);
+  const double reduction = static_cast<double>(pl.ic_per_group) * pl.axes[0].kernel * pl.axes[1].kernel /
+                           static_cast<double>(pl.axes[0].stride * pl.axes[1].stride);
+  const double interleave = 3.0 * static_cast<double>(x.stride) / std::max(1.0, reduction);
+  e.efficiency = 0.85 * lanes_used / (1.0 + interleave) * (pl.ur_w > 1 ? 1.0 : 0.9);
+  e.tasks = pl.batch * pl.axes[0].out * pl.axes[1].out * pl.x_split;
+  e.calls = static_cast<double>(e.tasks) * (pl.has_tail() ? 2 : 1);
+  return e;
+}
+
 }  // namespace
 
 double model_ms(const Plan& pl, const Problem& p, int threads) {
@@ -119,6 +134,8 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
     e.tasks = 256;
   } else if (pl.algorithm == Algorithm::gemm_x) {
     e = gemm_x_family(pl);
+  } else if (pl.algorithm == Algorithm::col_x) {
+    e = col_x_family(pl);
   } else if (x_vector_family(pl.algorithm)) {
     e = depthwise_x_family(pl);
   } else {

@@ -285,6 +285,38 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   for_rows(pl.batch * oc_tiles * planes * row_tiles, pl.parallel, task);
 }
 
+// col_x: a task is one part of one output row of one image, for every channel block (their source is
+// the same tile of input rows, read again from cache).
+template <typename T>
+void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+  const Plan& pl = k.plan;
+  const auto& a = pl.axes;
+  const int64_t rows = a[0].out * a[1].out, parts = pl.x_split, full = pl.has_tail() ? pl.oc_blocks - 1 : pl.oc_blocks;
+  const int64_t block_floats = pl.ic_per_group * pl.main.wei_ic_step;
+  auto task = [&](int64_t t) {
+    const int64_t part = t % parts, row = t / parts % rows, n = t / parts / rows;
+    const AxisTaps& tz = k.schedule.z[row / a[1].out];
+    const AxisTaps& ty = k.schedule.y[row % a[1].out];
+    jit::KernelArgs args{};
+    args.src = src + n * pl.src_n + (tz.i0 * a[1].in + ty.i0) * a[2].in;
+    args.dst = dst + n * pl.dst_n + row * a[2].out;
+    args.nz = tz.count;
+    args.ny = ty.count;
+    const int64_t tap = tz.k0 * a[1].kernel + ty.k0;
+    if (full > 0) {
+      args.wei = packed + tap * pl.main.wei_k_floats;
+      args.nblocks = full;
+      k.fns[0][part](&args);
+    }
+    if (full == pl.oc_blocks) return;
+    args.wei = packed + full * block_floats + tap * pl.last.wei_k_floats;
+    args.dst = static_cast<T*>(args.dst) + full * pl.main.vectors * pl.dst_c;
+    args.nblocks = 1;
+    k.fns[1][part](&args);
+  };
+  for_rows(pl.batch * rows * parts, pl.parallel, task);
+}
+
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.
 struct HaloMap {
   int64_t x = 1, left = 0, right = 0;
@@ -406,6 +438,7 @@ void execute_typed(const CompiledKernel& k, const T* src, const float* packed, T
   const Problem& p = k.problem;
   if (x_vector_family(k.plan.algorithm)) return run_depthwise_x(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::gemm_x) return run_gemm_x(k, src, packed, dst);
+  if (k.plan.algorithm == Algorithm::col_x) return run_col_x(k, src, packed, dst);
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;
   if (k.plan.copies_src()) {

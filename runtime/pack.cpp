@@ -84,6 +84,19 @@ void pack_gemm_x(const Plan& pl, const UserWeights& uw, float* out) {
   });
 }
 
+// col_x: [channel block][ic][kz][ky][block's oc][kx], the order of the kernel's broadcasts.
+void pack_col_x(const Plan& pl, const UserWeights& uw, const std::array<int64_t, 3>& kd, float* out) {
+  const int64_t cb = pl.main.vectors, kzy = kd[0] * kd[1];
+  tbb::parallel_for(int64_t{0}, pl.oc_blocks, [&](int64_t b) {
+    const int64_t channels = b == pl.oc_blocks - 1 ? pl.last.vectors : cb;
+    float* dst = out + b * pl.ic_per_group * pl.main.wei_ic_step;
+    for (int64_t ic = 0; ic < pl.ic_per_group; ++ic)
+      for (int64_t zy = 0; zy < kzy; ++zy)
+        for (int64_t oc = b * cb; oc < b * cb + channels; ++oc)
+          for (int64_t kx = 0; kx < kd[2]; ++kx) *dst++ = uw.at(0, ic, oc, zy * kd[2] + kx);
+  });
+}
+
 }  // namespace
 
 void pack_weights_into(const CompiledKernel& k, const void* weights, float* out) {
@@ -97,6 +110,7 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
   if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
   if (x_vector_family(pl.algorithm)) return pack_depthwise_x(pl, uw, kd, out);
   if (pl.algorithm == Algorithm::gemm_x) return pack_gemm_x(pl, uw, out);
+  if (pl.algorithm == Algorithm::col_x) return pack_col_x(pl, uw, kd, out);
   const bool gemm = pl.algorithm == Algorithm::gemm;
   const bool depthwise = pl.algorithm == Algorithm::depthwise;
   const int64_t kx_v = pl.axes[2].kernel;  // 1 when x is folded into the channels

@@ -77,12 +77,13 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
                    h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x" ||
-                   h.algorithm == "col" || h.algorithm == "dot_x",
+                   h.algorithm == "col" || h.algorithm == "dot_x" || h.algorithm == "col_x",
                "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot, "
-               "depthwise_x, gemm_x, col, dot_x)");
+               "depthwise_x, gemm_x, col, dot_x, col_x)");
     // The NCX-native families: choose_layout decides whether they apply.
     if (h.algorithm == "depthwise_x") return Algorithm::depthwise;
     if (h.algorithm == "gemm_x") return Algorithm::gemm;
+    if (h.algorithm == "col_x") return Algorithm::direct;  // (choose_layout)
     check_hint((h.algorithm != "dot" && h.algorithm != "dot_x") || p.c_out_per_group() <= kDotMaxOc,
                "algorithm " + h.algorithm + " needs at most " + std::to_string(kDotMaxOc) +
                    " output channels per group");
@@ -132,8 +133,9 @@ bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native) {
   if (p.data_format == DataFormat::NXC) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
-    check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x",
-               "algorithms depthwise_x, gemm_x and dot_x are for NCX data");
+    check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x" &&
+                   h.algorithm != "col_x",
+               "algorithms depthwise_x, gemm_x, dot_x and col_x are for NCX data");
     return LayoutPath::nxc;
   }
   const bool by_default = h.algorithm.empty() && h.layout.empty();
@@ -141,6 +143,14 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
   const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa) &&
                            (family != Algorithm::dot || family_neutral(h));
+  if (h.algorithm == "col_x" || (family != Algorithm::depthwise && family_neutral(h) && col_x_preferred(p, isa))) {
+    check_hint(h.layout.empty(), "algorithm col_x reads and writes NCX itself (no layout hint)");
+    check_hint(col_x_applies(p, isa), "algorithm col_x needs AVX-512, NCX data, G=1, x dilation 1, an x "
+                                      "stride dividing 16, x pads_begin >= 0 and a kernel x below 16 "
+                                      "strides and at most 28");
+    native = Algorithm::col_x;
+    return LayoutPath::ncx_native;
+  }
   if (family != Algorithm::depthwise && dot_x_chosen(p, isa, h)) {
     native = Algorithm::dot_x;
     return LayoutPath::ncx_native;
@@ -336,6 +346,8 @@ int64_t Plan::packed_weights_floats() const {
     return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
   if (algorithm == Algorithm::dot_x)  // per (input, output) channel pair, likewise
     return ic_per_group * oc_per_group * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
+  if (algorithm == Algorithm::col_x)  // per channel block: [ic][kz][ky][block's oc][kx]
+    return ic_per_group * axes[0].kernel * axes[1].kernel * axes[2].kernel * dst_channels;
   if (algorithm == Algorithm::gemm_x)  // per channel block: [ic][block's (oc, kz, ky, kx)]
     return ic_per_group * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
@@ -588,6 +600,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
       plan_depthwise_x(pl, p, h);
     else if (native == Algorithm::dot_x)
       plan_dot_x(pl, p, h);
+    else if (native == Algorithm::col_x)
+      plan_col_x(pl, p, h);
     else
       plan_gemm_x(pl, p, h);
     check_family_hints(pl, h);

@@ -29,14 +29,17 @@ namespace deconvjit::detail {
 // col:         few input pixels and large weights: one GEMM over all input pixels at once (an inner
 //              1x1 kernel with taps x C_OUT output channels, so each weight serves every pixel), then
 //              the taps' products are summed into the output (col2im).
-enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col, dot_x };
+// col_x:       few output channels x kernel x on NCX data (AVX-512): a GEMM along input x per output
+//              row, each (output channel, kernel x) an accumulator, and col2im in registers (the taps'
+//              sums shifted and the x phases interleaved before the store); no layout copies.
+enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col, dot_x, col_x };
 // The x-vector families (depthwise_x, dot_x) share the lane algebra, the executor and the generator.
 inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x || a == Algorithm::dot_x; }
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
 // src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
-// native: the kernel reads and writes NCX itself (depthwise_x, dot_x, gemm_x).
+// native: the kernel reads and writes NCX itself (depthwise_x, dot_x, gemm_x, col_x).
 enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_native };
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
@@ -146,6 +149,7 @@ struct Plan {
   int functions_per_kind() const {
     if (algorithm == Algorithm::col) return 0;  // the inner kernel's functions do the work
     if (algorithm == Algorithm::gemm_x) return axes[1].in % rows_per_block ? 2 : 1;
+    if (algorithm == Algorithm::col_x) return x_split;  // one per part of a row
     return x_vector_family(algorithm) ? 1 : ur_w;
   }
 };
@@ -186,6 +190,12 @@ bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice wher
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h);
 void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_depthwise_x.cpp
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_gemm_x.cpp
+// col_x (runtime/plan_col_x.cpp): where it can run, the default heuristic's choice, the planner, and the
+// tiles [first, end) of ur_w input vectors that a row's outputs need.
+bool col_x_applies(const Problem& p, Isa isa);
+bool col_x_preferred(const Problem& p, Isa isa);
+void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h);
+void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end);
 
 // col (runtime/col.cpp): whether the default heuristic takes it, and the inner GEMM's descriptor: N
 // images of prod(in) pixels, C_IN -> taps * C_OUT channels (channel t * C_OUT + co), kernel 1, NXC.

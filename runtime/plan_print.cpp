@@ -19,6 +19,7 @@ const char* to_string(Algorithm a) {
     case Algorithm::dot_x: return "dot_x";
     case Algorithm::gemm_x: return "gemm_x";
     case Algorithm::col: return "col";
+    case Algorithm::col_x: return "col_x";
   }
   return "?";
 }

@@ -17,11 +17,13 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source); dot_x "
        "instead of dot for rows of 64+ pixels and kernels of at most 16 taps (dot_x_preferred; on CPUs "
        "with avx512_bf16, bf16 only below 16 products per source element), "
-       "depthwise_x also for G=1 with one channel each way (one_channel_native); not gemm_x for bf16 on "
+       "depthwise_x also for G=1 with one channel each way (one_channel_native); col_x on AVX-512 for at "
+       "most 16 output channels from 8+ input channels where gemm_x is not preferred (col_x_preferred; "
+       "not bf16 on CPUs with avx512_bf16); not gemm_x for bf16 on "
        "CPUs with avx512_bf16, where the row families reduce channel pairs (choose_layout). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
       {{"layout", ""},
-       "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x and gemm_x read and write NCX "
+       "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "
        "themselves (native); otherwise the dot family stores NCX itself (src_copy), depthwise goes "
        "through whole-tensor scratch copies, gemm through them where folding fills lanes a third again "
        "better, every other row family through a row buffer"},
@@ -35,6 +37,13 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"ic_unroll", "dot_x"}, "plan_dot_x: accumulator sets (each summing every k-th input channel) up to 12 "
                                "chains, at most 8, within the register file"},
       {{"oc_vectors", "dot_x"}, "plan_dot_x: all output channels (one accumulator set each per vector)"},
+      {{"ur_w", "col_x"}, "plan_col_x: input vectors per tile (up to 4) so that channels x kernel x x vectors "
+                          "fill 28 accumulators"},
+      {{"oc_vectors", "col_x"}, "plan_col_x: output channels per block, as many as 28 accumulators hold with "
+                                "one x tap each, balanced over the blocks"},
+      {{"ic_unroll", "col_x"}, "plan_col_x: accumulator sets up to 12 FMA chains within 28 accumulators"},
+      {{"x_split", "col_x"}, "plan_col_x: parts of at least 32 tiles when rows give fewer than 32 tasks (at "
+                             "most 8)"},
       {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "

@@ -39,7 +39,7 @@ bool try_plan(const Problem& p, Isa isa, const TuningHints& h, Plan& out) {
 
 // Family, layout route, halo and batch blocking: the shapes of computation.
 std::vector<Plan> structures(const Problem& p, Isa isa) {
-  static const char* const kAlgorithms[] = {"direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x"};
+  static const char* const kAlgorithms[] = {"direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x", "col_x"};
   std::vector<std::string> layouts{""};
   if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy"};
   std::vector<Plan> out;
@@ -72,6 +72,7 @@ int64_t block_extent(const Plan& pl) {
     case Algorithm::gemm_x: return pl.flat_plane ? ceil_div(y.in * x.in, pl.lanes) : ceil_div(x.in, pl.lanes);
     case Algorithm::depthwise_x:
     case Algorithm::dot_x: return ceil_div(x.out, pl.lanes);
+    case Algorithm::col_x: return ceil_div(x.in, pl.lanes);
     default: return pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
   }
 }

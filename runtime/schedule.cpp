@@ -99,7 +99,7 @@ Schedule build_schedule(const Plan& pl) {
   for (int64_t o = 0; o < pl.axes[0].out; ++o) s.z.push_back(axis_taps(pl.axes[0], o));
   for (int64_t o = 0; o < pl.axes[1].out; ++o) s.y.push_back(axis_taps(pl.axes[1], o));
   // The NCX-native families resolve x inside the kernel (gemm_x needs no taps at all).
-  if (x_vector_family(pl.algorithm) || pl.algorithm == Algorithm::gemm_x) return s;
+  if (pl.layout == LayoutPath::ncx_native) return s;
   const Axis& x = pl.axes[2];
   const int64_t width = row_part_width(pl);
   for (int64_t x0 = 0; x0 < x.out; x0 += width) {

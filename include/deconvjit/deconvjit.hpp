@@ -96,11 +96,13 @@ Problem resolve(const Descriptor& d);
 // hint), never silently ignored. Every plan prints its complete choices (Kernel::choices()), and those
 // choices compile back to the same kernel: an autotuner searches exactly this space (enumerate_plans).
 struct TuningHints {
-  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x"
+  std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x",
+                         // "col_x"
   std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
-  int ur_w = 0;          // output pixels per register block (gemm_x: input vectors; depthwise_x, dot_x: output vectors)
-  int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x, dot_x: channels)
-  int ic_unroll = 0;     // input-channel loop unroll (dot_x: accumulator sets)
+  int ur_w = 0;          // output pixels per register block (gemm_x, col_x: input vectors; depthwise_x, dot_x:
+                         // output vectors)
+  int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x, dot_x, col_x: channels)
+  int ic_unroll = 0;     // input-channel loop unroll (dot_x, col_x: accumulator sets)
   int x_split = 0;       // parts each output row is split into for threading
   int ic_block = 0;      // input channels per reduction pass (must divide C_IN/G); 0: one pass
   int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no

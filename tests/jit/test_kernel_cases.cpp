@@ -168,6 +168,64 @@ TEST_P(KernelCases, DotX) {
       .Test();
 }
 
+// col_x: NCX, G=1, AVX-512; a GEMM along input x with col2im in registers. Strides 1-16, kernels narrower
+// and wider than the stride (up to 27 x taps), pads that cut into the first tile and pads wide enough that
+// the row's first tile is not tile 0, output padding, channel blocks with a tail, 1-4 vectors per tile,
+// accumulator sets with a remainder, rows cut into parts (each starts from the tile before it), 3-D. On
+// AVX2 the hint is refused by name.
+TEST_P(KernelCases, ColX) {
+  struct Case {
+    int rank;
+    int64_t c_in, c_out;
+    std::vector<int64_t> in, k, s, pb, pe, op;
+    int oc, ur, sets, parts;
+  };
+  const std::vector<Case> cases = {
+      {1, 13, 1, {200}, {16}, {8}, {3}, {5}, {0}, 0, 0, 0, 0},
+      {1, 9, 2, {70}, {2}, {1}, {0}, {0}, {0}, 0, 2, 2, 0},
+      {1, 3, 2, {100}, {15}, {1}, {18}, {1}, {0}, 0, 1, 1, 0},
+      {1, 4, 1, {45}, {27}, {16}, {30}, {2}, {9}, 0, 0, 1, 0},
+      {1, 5, 3, {500}, {8}, {4}, {2}, {2}, {1}, 1, 2, 0, 3},
+      {2, 7, 3, {5, 40}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 0, 0, 0, 0},
+      {2, 5, 15, {3, 37}, {3, 5}, {1, 2}, {0, 2}, {1, 1}, {0, 1}, 4, 0, 0, 0},
+      {2, 6, 4, {4, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, 4, 2, 2},
+      {3, 6, 2, {2, 3, 20}, {2, 3, 4}, {2, 1, 4}, {0, 1, 0}, {1, 0, 2}, {0, 0, 1}, 0, 3, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("case C_IN " + std::to_string(c.c_in) + " C_OUT " + std::to_string(c.c_out) + " K " +
+                 std::to_string(c.k.back()) + " s " + std::to_string(c.s.back()));
+    TuningHints h;
+    h.algorithm = "col_x";
+    h.oc_vectors = c.oc, h.ur_w = c.ur, h.ic_unroll = c.sets, h.x_split = c.parts;
+    DeconvTester t = T().rank(c.rank).batch(2).channels(c.c_in, c.c_out).input(c.in).kernel(c.k).stride(c.s)
+                         .pads(c.pb, c.pe).output_padding(c.op).hints(h);
+    if (isa() != Isa::avx512_core) {
+      try {
+        compile(t.descriptor(), t.options());
+        ADD_FAILURE() << "col_x accepted on " << to_string(isa());
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+        EXPECT_NE(std::string(e.what()).find("col_x needs AVX-512"), std::string::npos) << e.what();
+      }
+      continue;
+    }
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "col_x");
+  }
+  if (isa() != Isa::avx512_core) return;
+  // An infinite weight at kernel x 0: output 78 has terms from inputs 38 and 39 only, but the lane of
+  // input 40 (past the row, a zeroed load) would give it 0 * inf = NaN unless that lane's FMA is masked.
+  // And an infinite input, which must reach exactly the outputs it feeds.
+  TuningHints h;
+  h.algorithm = "col_x";
+  T().rank(1).channels(8, 2).input({40}).kernel({5}).stride({2}).pads({2}, {0}).output_padding({1}).hints(h)
+      .edit([](verify::TypedOperands& o) { o.weights.set(0, std::numeric_limits<double>::infinity()); })
+      .Test();
+  T().rank(1).channels(8, 2).input({40}).kernel({5}).stride({2}).pads({2}, {2}).hints(h)
+      .edit([](verify::TypedOperands& o) { o.src.set(17, std::numeric_limits<double>::infinity()); })
+      .Test();
+}
+
 TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
   for (int64_t c_in : {1, 7, 37, 64})
     for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();
@@ -540,7 +598,10 @@ TEST_P(KernelCases, Batches) {
 TEST_P(KernelCases, BlockingAcrossImages) {
   for (DataFormat f : kFormats)
     for (int64_t c_out : {16, 21}) {
-      DeconvTester t = T().batch(5).channels(8, c_out).input({4, 4}).kernel({3, 3}).stride({1, 1}).layout(f);
+      TuningHints blocked;  // (NCX with 16 output channels would otherwise take col_x on AVX-512)
+      blocked.batch_block = 1;
+      DeconvTester t = T().batch(5).channels(8, c_out).input({4, 4}).kernel({3, 3}).stride({1, 1}).layout(f)
+                           .hints(blocked);
       t.Test();
       EXPECT_TRUE(plan_of(t).at("block_over_batch").get<bool>()) << "the case no longer reaches the route";
       T().batch(7).channels(3, c_out).input({3, 2}).kernel({2, 3}).stride({2, 2}).pads({0, 1}, {1, 0}).layout(f)

@@ -103,6 +103,14 @@ void expect_fits_registers(const Plan& pl) {
     EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.dst_channels) << pl.to_json();
     return;
   }
+  if (pl.algorithm == Algorithm::col_x) {
+    // Accumulator sets x ur_w input vectors x oc_vectors channels x kernel x in registers 0-27, the input
+    // vectors (at most 4) above them; the channel blocks cover C_OUT exactly.
+    EXPECT_LE(pl.ic_unroll * pl.ur_w * pl.oc_vectors * pl.axes[2].kernel, 28) << pl.to_json();
+    EXPECT_LE(pl.ur_w, 4) << pl.to_json();
+    EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.dst_channels) << pl.to_json();
+    return;
+  }
   if (pl.algorithm == Algorithm::depthwise_x) {
     // ur_w x vectors of oc_vectors channels, a weight vector per channel, the permutation index, two
     // temporaries, and on AVX2 a lane mask. Calls cover the channels in whole register blocks.
@@ -289,9 +297,9 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
       }
 }
 
-// The NCX defaults that change a layer's family: the dot family's wide rows go to dot_x, a 1->1 layer
-// without groups to depthwise_x. Each keeps its NXC family when a hint asks for something only that
-// family does (x_halo), and dot_x is refused on NXC data by name.
+// The NCX defaults that change a layer's family: the dot family's wide rows go to col_x on AVX-512 and to
+// dot_x on AVX2, a 1->1 layer without groups to depthwise_x. Each keeps its NXC family when a hint asks
+// for something only that family does (x_halo), and dot_x and col_x are refused on NXC data by name.
 TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   const DeconvTester dot = DeconvTester().channels(16, 2).input({4, 40}).kernel({4, 4}).stride({2, 2})
                                .pads({1, 1}, {1, 1});
@@ -302,8 +310,9 @@ TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   TuningHints serial;
   serial.parallel = 0;
   for (Isa isa : kIsas) {
-    EXPECT_EQ(plan_for(dot, isa).algorithm, Algorithm::dot_x) << to_string(isa);
-    EXPECT_EQ(plan_for(dot, isa, serial).algorithm, Algorithm::dot_x) << to_string(isa);
+    const Algorithm native = isa == Isa::avx512_core ? Algorithm::col_x : Algorithm::dot_x;
+    EXPECT_EQ(plan_for(dot, isa).algorithm, native) << to_string(isa);
+    EXPECT_EQ(plan_for(dot, isa, serial).algorithm, native) << to_string(isa);
     EXPECT_EQ(plan_for(dot, isa, halo).algorithm, Algorithm::dot) << to_string(isa);
     EXPECT_EQ(plan_for(one, isa).algorithm, Algorithm::depthwise_x) << to_string(isa);
     EXPECT_NE(plan_for(one, isa, halo).algorithm, Algorithm::depthwise_x) << to_string(isa);
@@ -311,7 +320,24 @@ TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
     TuningHints dot_x;
     dot_x.algorithm = "dot_x";
     expect_rejected(resolve(DeconvTester(dot).layout(DataFormat::NXC).descriptor()), isa, dot_x, "dot_x on NXC");
+    TuningHints col_x;
+    col_x.algorithm = "col_x";
+    expect_rejected(resolve(DeconvTester(dot).layout(DataFormat::NXC).descriptor()), isa, col_x, "col_x on NXC");
   }
+}
+
+// col_x by default on AVX-512 NCX: up to 16 output channels from 8+ input channels, except where gemm_x
+// reads NCX in place (K == s), a 1->1 layer (depthwise_x) and from 17 output channels on.
+TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
+  auto alg = [](const DeconvTester& t) { return plan_for(t, Isa::avx512_core).algorithm; };
+  const DeconvTester base = DeconvTester().input({6, 64}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
+  EXPECT_EQ(alg(DeconvTester(base).channels(20, 10)), Algorithm::col_x);
+  EXPECT_EQ(alg(DeconvTester(base).channels(64, 16)), Algorithm::col_x);
+  EXPECT_NE(alg(DeconvTester(base).channels(64, 17)), Algorithm::col_x);
+  EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);
+  EXPECT_NE(alg(DeconvTester(base).channels(20, 10).layout(DataFormat::NXC)), Algorithm::col_x);
+  EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).kernel({2, 2}).pads({0, 0}, {0, 0})), Algorithm::gemm_x);
+  EXPECT_EQ(plan_for(DeconvTester(base).channels(20, 10), Isa::avx2).algorithm, Algorithm::direct);
 }
 
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
@@ -394,7 +420,7 @@ TEST(Schedule, SegmentsCoverEveryOutputExactlyOnce) {
     }
     SCOPED_TRACE(p.canonical + " " + pl.to_json());
     // The NCX-native families resolve x inside the kernel: no segments.
-    if (pl.algorithm == Algorithm::depthwise_x || pl.algorithm == Algorithm::gemm_x) continue;
+    if (pl.layout == LayoutPath::ncx_native) continue;
     batch_plans += pl.block_over_batch;
     split_plans += pl.x_split > 1;
     halo_plans += pl.has_halo();

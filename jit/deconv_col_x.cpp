@@ -1,0 +1,351 @@
+// The col_x family (see runtime/plan_col_x.cpp): one call computes, for `nblocks` blocks of output
+// channels, one part of one output row. A tile is ur_w input vectors (16 input pixels each, lanes along
+// x) x the block's channels x every kernel x: the reduction walks the input channels (ic_unroll sets of
+// accumulators, each summing every k-th channel) and inside each the valid z and y taps, one vector load
+// and one broadcast FMA per (channel, kernel x) and vector. Then per output vector: for every kernel x a
+// masked vpermi2ps picks its phase's lanes, shifted by the tap's lane offset, out of this vector's
+// accumulator and the one before (the previous tile's last vector lives on the stack), and the sums are
+// stored as contiguous output.
+//
+// Function (kind, part): kind 0 holds Plan::main's channels, kind 1 Plan::last's; part p computes the p-th
+// of x_split ranges of tiles, starting with a tile that only fills the stack (the one before the range).
+#include <algorithm>
+#include <vector>
+
+#include "jit/deconv_kernels.hpp"
+#include "jit/generator.hpp"
+#include "jit/kernel_abi.hpp"
+#include "runtime/int_math.hpp"
+
+namespace deconvjit::jit {
+namespace {
+
+using namespace Xbyak;
+using detail::Plan;
+using Off = KernelArgsOffsets;
+constexpr int kFloat = 4;
+constexpr int kLanes = 16;
+
+// Tiles of one part emitted as one piece: a loop when none of them needs a mask.
+struct Piece {
+  int64_t first = 0, count = 1;
+  bool loop = false;
+  bool warm = false;  // computes the tile only for the stack (the tile before a part)
+};
+
+// Stack frame: the channel count and the saved tile pointers, then the previous tile's last vector per
+// (output channel, kernel x).
+constexpr int kCountSlot = 0, kSrcSlot = 8, kWeiSlot = 16, kPrevSlot = 64;
+
+class ColXGenerator : public Generator {
+ public:
+  explicit ColXGenerator(const Plan& pl) : Generator(code_bound(pl)), pl_(pl) {
+    detail::col_x_tiles(pl, first_tile_, end_tile_);
+  }
+
+  EmittedCode run() {
+    EmittedCode out;
+    set_io(pl_.dtype, true);
+    const int kinds = pl_.has_tail() ? 2 : 1;
+    for (int kind = 0; kind < kinds; ++kind)
+      for (int part = 0; part < pl_.x_split; ++part) {
+        align(16);
+        out.entries[kind].push_back(getSize());
+        emit_function(kind == 0 ? pl_.main.vectors : pl_.last.vectors, part);
+      }
+    if (kinds == 1) out.entries[1] = out.entries[0];
+    emit_tables();
+    emit_io_table();
+    out.bytes = bytes();
+    return out;
+  }
+
+ private:
+  // Register map. rdi holds the KernelArgs pointer for the whole call.
+  const Reg64 r_args = rdi;
+  const Reg64 r_src = rsi, r_dst = rdx, r_wei = rcx;  // the row (first valid tap), this block
+  const Reg64 r_nblk = r8;                            // blocks left
+  const Reg64 r_xs = r9, r_xd = r10;                  // the tile's source and output
+  const Reg64 r_sz = r11, r_sy = rax, r_wz = rbx, r_wy = r12;  // at the current z / y tap
+  const Reg64 r_cz = r13, r_cy = r14;                          // taps left along z / y
+  const Reg64 r_loop = r15;                                    // tiles left in a loop piece
+  const Reg64 r_tmp = rbp;
+
+  const Plan& pl_;
+  int cb_ = 1;
+  int64_t first_tile_ = 0, end_tile_ = 0;
+  Label l_index_;
+
+  int u_n() const { return pl_.ur_w; }
+  int64_t s() const { return pl_.axes[2].stride; }
+  int64_t kx_n() const { return pl_.axes[2].kernel; }
+  int64_t d_n() const { return (kx_n() - 1) / s() + 1; }  // lane shifts 0 .. d_n - 1
+  int64_t pad() const { return pl_.axes[2].pad_begin; }
+  int64_t in_w() const { return pl_.axes[2].in; }
+  int64_t out_w() const { return pl_.axes[2].out; }
+  int64_t eb() const { return pl_.elem_bytes(); }
+  int64_t tile_in() const { return int64_t{kLanes} * u_n(); }  // input pixels per tile
+  int64_t tile_out() const { return tile_in() * s(); }        // output q per tile
+  int columns() const { return static_cast<int>(cb_ * kx_n()); }
+  int frame() const { return kPrevSlot + 64 * static_cast<int>(pl_.oc_vectors * kx_n()); }
+
+  Zmm acc_in(int set, int c, int64_t kx, int u) const {
+    return Zmm(static_cast<int>(((set * cb_ + c) * kx_n() + kx) * u_n() + u));
+  }
+  Zmm acc(int c, int64_t kx, int u) const { return acc_in(0, c, kx, u); }
+  Zmm in(int u) const { return Zmm(28 + u); }
+  Zmm temp(int i) const { return Zmm(28 + i); }  // after the reduction
+  Address prev(int c, int64_t kx) const { return ptr[rsp + kPrevSlot + 64 * (c * kx_n() + kx)]; }
+
+  // Real lanes [0, n) of input vector u of tile t.
+  int in_lanes(int64_t t, int u) const {
+    return static_cast<int>(std::clamp<int64_t>(in_w() - (t * u_n() + u) * kLanes, 0, kLanes));
+  }
+  // Output x of lane 0 of output vector m of input vector u of tile t.
+  int64_t out_x(int64_t t, int u, int64_t m) const { return (t * u_n() + u) * kLanes * s() + m * kLanes - pad(); }
+  uint32_t out_bits(int64_t t, int u, int64_t m) const {
+    uint32_t bits = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      const int64_t x = out_x(t, u, m) + l;
+      if (x >= 0 && x < out_w()) bits |= 1u << l;
+    }
+    return bits;
+  }
+  bool clean(int64_t t) const {
+    return (t + 1) * tile_in() <= in_w() && out_x(t, 0, 0) >= 0 && out_x(t, 0, 0) + tile_out() <= out_w();
+  }
+
+  std::vector<Piece> pieces(int part) const;
+  void emit_function(int channels, int part);
+  void emit_tile(int64_t t, bool warm);
+  void emit_reduction(int64_t t);
+  void emit_taps(int64_t t, int set);
+  void emit_output(int64_t t);
+  void set_mask(const Opmask& k, uint32_t bits) {
+    mov(r_tmp.cvt32(), bits);
+    kmovw(k, r_tmp.cvt32());
+  }
+  void emit_tables();
+  static size_t code_bound(const Plan& pl);
+};
+
+// Tiles [first, end) of the row split into x_split balanced ranges; each range after the row's first
+// tile starts with its predecessor, computed for the stack only.
+std::vector<Piece> ColXGenerator::pieces(int part) const {
+  const int64_t tiles = end_tile_ - first_tile_, parts = pl_.x_split;
+  const int64_t t0 = first_tile_ + tiles * part / parts, t1 = first_tile_ + tiles * (part + 1) / parts;
+  std::vector<Piece> out;
+  if (t0 > 0 && (t0 - 1) * tile_in() < in_w()) out.push_back({t0 - 1, 1, false, true});
+  for (int64_t t = t0; t < t1; ++t) {
+    if (clean(t) && !out.empty() && out.back().loop && out.back().first + out.back().count == t) {
+      ++out.back().count;
+      continue;
+    }
+    out.push_back({t, 1, clean(t), false});
+  }
+  return out;
+}
+
+void ColXGenerator::emit_function(int channels, int part) {
+  cb_ = channels;
+  preamble();
+  push(r_tmp);
+  sub(rsp, frame());
+  mov(r_src, ptr[r_args + Off::src]);
+  mov(r_dst, ptr[r_args + Off::dst]);
+  mov(r_wei, ptr[r_args + Off::wei]);
+  mov(r_nblk, ptr[r_args + Off::nblocks]);
+  Label l_block, l_done;
+  test(r_nblk, r_nblk);
+  jle(l_done, T_NEAR);
+  L(l_block);
+  const std::vector<Piece> ps = pieces(part);
+  // Without a tile before the part (or with one past the input), the previous vector is zero.
+  if (ps.empty() || !ps.front().warm) {
+    vxorps(temp(0), temp(0), temp(0));
+    for (int c = 0; c < cb_; ++c)
+      for (int64_t kx = 0; kx < kx_n(); ++kx) vmovups(prev(c, kx), temp(0));
+  }
+  for (const Piece& pc : ps) {
+    mov(r_xs, r_src);
+    add_imm(r_xs, pc.first * tile_in() * eb(), r_tmp);
+    mov(r_xd, r_dst);
+    add_imm(r_xd, out_x(pc.first, 0, 0) * eb(), r_tmp);
+    if (!pc.loop) {
+      emit_tile(pc.first, pc.warm);
+      continue;
+    }
+    Label l_piece;
+    mov(r_loop, pc.count);
+    L(l_piece);
+    emit_tile(pc.first, false);  // every tile of a loop piece needs no mask, as the first
+    add_imm(r_xs, tile_in() * eb(), r_tmp);
+    add_imm(r_xd, tile_out() * eb(), r_tmp);
+    dec(r_loop);
+    jnz(l_piece, T_NEAR);
+  }
+  add_imm(r_dst, cb_ * pl_.dst_c * eb(), r_tmp);
+  add_imm(r_wei, pl_.ic_per_group * pl_.main.wei_ic_step * kFloat, r_tmp);  // (only full blocks loop)
+  dec(r_nblk);
+  jnz(l_block, T_NEAR);
+  L(l_done);
+  add(rsp, frame());
+  pop(r_tmp);
+  postamble();
+}
+
+void ColXGenerator::emit_tile(int64_t t, bool warm) {
+  const int sets = pl_.ic_unroll;
+  for (int set = 0; set < sets; ++set)
+    for (int c = 0; c < cb_; ++c)
+      for (int64_t kx = 0; kx < kx_n(); ++kx)
+        for (int u = 0; u < u_n(); ++u) vxorps(acc_in(set, c, kx, u), acc_in(set, c, kx, u), acc_in(set, c, kx, u));
+  if (in_lanes(t, 0) > 0) emit_reduction(t);
+  if (!warm) emit_output(t);
+  for (int c = 0; c < cb_; ++c)
+    for (int64_t kx = 0; kx < kx_n(); ++kx) vmovups(prev(c, kx), acc(c, kx, u_n() - 1));
+}
+
+// Every input channel, ic_unroll of them per step each into its own accumulator set; the step count lives
+// on the stack, the tile's pointers too (the channel walk moves them).
+void ColXGenerator::emit_reduction(int64_t t) {
+  const int64_t k = pl_.ic_unroll, steps = pl_.ic_per_group / k, rest = pl_.ic_per_group % k;
+  const detail::BlockKind& bk = cb_ == pl_.main.vectors ? pl_.main : pl_.last;
+  auto channel = [&](int set) {
+    emit_taps(t, set);
+    add_imm(r_xs, pl_.src_c * eb(), r_tmp);
+    add_imm(r_wei, bk.wei_ic_step * kFloat, r_tmp);
+  };
+  for (int u = 0; u < u_n(); ++u) {
+    const int n = in_lanes(t, u);
+    if (n > 0 && n < kLanes) set_mask(Opmask(1 + u), (1u << n) - 1);
+  }
+  mov(ptr[rsp + kSrcSlot], r_xs);
+  mov(ptr[rsp + kWeiSlot], r_wei);
+  if (steps > 0) {
+    mov(qword[rsp + kCountSlot], steps);
+    Label l_ic;
+    L(l_ic);
+    for (int set = 0; set < k; ++set) channel(set);
+    dec(qword[rsp + kCountSlot]);
+    jnz(l_ic, T_NEAR);
+  }
+  for (int set = 0; set < rest; ++set) channel(set);
+  mov(r_xs, ptr[rsp + kSrcSlot]);
+  mov(r_wei, ptr[rsp + kWeiSlot]);
+  for (int set = 1; set < k; ++set)
+    for (int c = 0; c < cb_; ++c)
+      for (int64_t kx = 0; kx < kx_n(); ++kx)
+        for (int u = 0; u < u_n(); ++u) vaddps(acc(c, kx, u), acc(c, kx, u), acc_in(set, c, kx, u));
+}
+
+// The valid z and y taps of one input channel: per tap, the tile's input vectors (masked at the row's
+// end, where the FMA is masked too: a zeroed input times an infinite weight would be a NaN in a lane
+// that has no term), then one broadcast FMA per (channel, kernel x) and vector.
+void ColXGenerator::emit_taps(int64_t t, int set) {
+  const detail::BlockKind& bk = cb_ == pl_.main.vectors ? pl_.main : pl_.last;
+  const int64_t* sstep = pl_.src_tap_step.data();
+  const int64_t* wstep = bk.wei_tap_step.data();
+  mov(r_sz, r_xs);
+  mov(r_wz, r_wei);
+  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * eb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
+    mov(r_sy, r_sz);
+    mov(r_wy, r_wz);
+    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp, [&] {
+      // Hundreds of channel rows, a short piece of each per tile: more streams than the hardware
+      // prefetchers follow, so each row's piece for the next tile is asked for one tile ahead.
+      for (int64_t at = 0; at < tile_in() * eb(); at += 64) prefetcht0(ptr[r_sy + tile_in() * eb() + at]);
+      for (int u = 0; u < u_n(); ++u) {
+        const int n = in_lanes(t, u);
+        if (n == 0) continue;
+        const Address a = ptr[r_sy + u * kLanes * eb()];
+        if (n == kLanes)
+          io16() ? load_io(in(u), a) : vmovups(in(u), a);
+        else if (io16())
+          load_io_lanes(in(u), a, 0, n, Opmask(1 + u));
+        else
+          vmovups(in(u) | Opmask(1 + u) | T_z, a);
+      }
+      for (int c = 0; c < cb_; ++c)
+        for (int64_t kx = 0; kx < kx_n(); ++kx) {
+          const Address w = ptr_b[r_wy + (c * kx_n() + kx) * kFloat];
+          for (int u = 0; u < u_n(); ++u) {
+            const int n = in_lanes(t, u);
+            if (n == kLanes)
+              vfmadd231ps(acc_in(set, c, kx, u), in(u), w);
+            else if (n > 0)
+              vfmadd231ps(acc_in(set, c, kx, u) | Opmask(1 + u), in(u), w);
+          }
+        }
+    });
+  });
+}
+
+// Output vector m of input vector u covers q = 16 s (tile's first vector + u) + 16 m + lane, lane l of
+// phase l mod s at input lane (16 m + l) div s. Kernel x = px + s d adds, at those lanes, its
+// accumulator d lanes earlier: table (m, d) indexes vpermi2ps's pair (this vector, the one before).
+void ColXGenerator::emit_output(int64_t t) {
+  const Zmm out = temp(0), perm = temp(1);
+  for (int c = 0; c < cb_; ++c)
+    for (int u = 0; u < u_n(); ++u)
+      for (int64_t m = 0; m < s(); ++m) {
+        const uint32_t bits = out_bits(t, u, m);
+        if (bits == 0) continue;
+        bool first = true;
+        for (int64_t px = 0; px < s() && px < kx_n(); ++px) {
+          uint32_t phase = 0;
+          for (int l = 0; l < kLanes; ++l)
+            if (l % s() == px) phase |= 1u << l;
+          if (s() > 1) set_mask(k5, phase);
+          for (int64_t kx = px; kx < kx_n(); kx += s()) {
+            const Zmm dst = first ? out : perm;
+            vmovups(dst, ptr[rip + l_index_ + 64 * (m * d_n() + kx / s())]);
+            const Xmm masked = s() > 1 ? Xmm(dst | k5 | T_z) : Xmm(dst);
+            if (u > 0)
+              vpermi2ps(masked, acc(c, kx, u), acc(c, kx, u - 1));
+            else
+              vpermi2ps(masked, acc(c, kx, u), prev(c, kx));
+            if (!first) vaddps(out, out, perm);
+            first = false;
+          }
+        }
+        if (first) vxorps(out, out, out);
+        const Address a = ptr[r_xd + (c * pl_.dst_c + (u * s() + m) * kLanes) * eb()];
+        const bool whole = bits == 0xffffu;
+        if (!whole) set_mask(k7, bits);
+        const int lo = __builtin_ctz(bits), hi = 32 - __builtin_clz(bits);
+        if (io16())
+          whole ? store_io(a, out, perm, temp(2)) : store_io_lanes(a, out, lo, hi, k7, perm, temp(2));
+        else
+          whole ? vmovups(a, out) : vmovups(a | k7, out);
+      }
+}
+
+void ColXGenerator::emit_tables() {
+  align(64);
+  L(l_index_);
+  for (int64_t m = 0; m < s(); ++m)
+    for (int64_t d = 0; d < d_n(); ++d)
+      for (int l = 0; l < kLanes; ++l) dd(static_cast<uint32_t>(((m * kLanes + l) / s() - d) & 31));
+}
+
+size_t ColXGenerator::code_bound(const Plan& pl) {
+  const size_t kx = static_cast<size_t>(pl.axes[2].kernel), u = static_cast<size_t>(pl.ur_w);
+  const size_t cb = static_cast<size_t>(pl.oc_vectors), s = static_cast<size_t>(pl.axes[2].stride);
+  const size_t taps = 128 + 8 * u * 8 + cb * kx * u * 12 + 64;
+  const size_t reduction = 256 + (2 * static_cast<size_t>(pl.ic_unroll) + 1) * (taps + 64);
+  const size_t output = cb * u * s * (64 + kx * 40 + 64) + cb * kx * (u + 1) * 24;
+  const size_t tile = reduction + output + cb * kx * u * 8;
+  // Per part: up to a warm tile, two edge tiles at each end, the loop, and edges where pads cut in.
+  return (pl.dtype == DType::f32 ? 1 : 2) *
+         (8192 + static_cast<size_t>(pl.x_split) * 2 * (8 * tile + 1024) + s * 64 * 32);
+}
+
+}  // namespace
+
+EmittedCode emit_col_x(const Plan& plan) {
+  ColXGenerator gen(plan);
+  return gen.run();
+}
+
+}  // namespace deconvjit::jit

@@ -1,0 +1,130 @@
+// Planning for the col_x family: NCX data, G=1, AVX-512, few output channels x x taps. Per output row it
+// is a GEMM with the vector along input x, contiguous in NCX: for each input channel and valid (z, y) tap,
+// one input vector times a broadcast weight per (output channel, kernel x) adds into an accumulator, so
+// every lane of every FMA is a real product and nothing is permuted in the reduction. After it, kernel x
+// = px + s*d of input lane i belongs to output q = s*(i + d) + px (q = x + pad): the kernel sums the taps'
+// accumulators shifted by d lanes, interleaves the s phases (masked two-register permutes of this vector
+// and the one before) and stores contiguous output rows. col2im in registers, hence the name.
+//
+// Against dot_x, which keeps the vector along output x, this needs no permute per FMA at x stride > 1
+// (dot_x's one output channel at stride 8 runs at a third of the FMA peak), and the x taps of a kernel
+// wider than the stride share one input load.
+#include <algorithm>
+
+#include "runtime/cpu.hpp"
+#include "runtime/int_math.hpp"
+#include "runtime/plan.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+// Accumulators: registers 0-27. The input vectors of a tile take 28-31, and after the reduction the same
+// four serve the phase interleave and the typed store as temporaries.
+constexpr int kAccumulators = 28;
+constexpr int kMaxVectors = 4;
+
+int64_t x_taps(const Problem& p) { return p.kernel.back(); }
+
+}  // namespace
+
+bool col_x_applies(const Problem& p, Isa isa) {
+  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX || p.groups != 1) return false;
+  int64_t out_sp = 1;
+  for (int64_t v : p.out) out_sp *= v;
+  const int64_t s = p.stride.back();
+  // The phases interleave within a vector (s divides 16), a tap's shift stays within the vector before
+  // (kernel x < 16 s), and one channel's taps fit the accumulators. Output planes of a block are addressed
+  // with 32-bit displacements.
+  return p.dilation.back() == 1 && 16 % s == 0 && p.pads_begin.back() >= 0 && x_taps(p) <= kAccumulators &&
+         x_taps(p) < 16 * s && out_sp * kAccumulators * 4 < (int64_t{1} << 31);
+}
+
+// Output-row tiles of `vectors` input vectors: the ones a row's outputs need, [first, end).
+void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end) {
+  const Axis& x = pl.axes[2];
+  const int64_t span = int64_t{16} * pl.ur_w * x.stride;  // output q per tile
+  first = x.pad_begin / span;
+  end = ceil_div(x.pad_begin + x.out, span);
+}
+
+// The tile: output channels first (they share each input load), then input vectors (they share each
+// broadcast weight), then accumulator sets for enough independent FMA chains.
+void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
+  check_hint(h.ic_block <= 0 || h.ic_block == p.c_in, "col_x reduces over all input channels in one pass");
+  check_hint(h.x_halo != 1, "col_x masks its loads at the borders instead of a halo");
+  check_hint(h.batch_block != 1 && h.oc_loop <= 1, "col_x walks rows (no batch_block, oc_loop 1)");
+  pl.algorithm = Algorithm::col_x;
+  pl.layout = LayoutPath::ncx_native;
+  const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
+  const int64_t kx = ax.kernel, row_vectors = ceil_div(ax.in, int64_t{16});
+  int cb = static_cast<int>(std::min<int64_t>(p.c_out, std::max<int64_t>(1, kAccumulators / kx)));
+  cb = static_cast<int>(ceil_div(p.c_out, ceil_div(p.c_out, int64_t{cb})));  // balanced blocks
+  if (h.oc_vectors) cb = h.oc_vectors;
+  int u = static_cast<int>(std::clamp<int64_t>(kAccumulators / (cb * kx), 1, std::min<int64_t>(kMaxVectors, row_vectors)));
+  if (h.ur_w) u = h.ur_w;
+  int sets = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{12}, cb * kx * u), 1, 8));
+  while (sets > 1 && sets * cb * kx * u > kAccumulators) --sets;
+  if (h.ic_unroll) sets = h.ic_unroll;
+  check_hint(cb >= 1 && cb <= p.c_out && u >= 1 && u <= kMaxVectors && sets >= 1 && sets <= 8 &&
+                 sets * cb * kx * u <= kAccumulators,
+             "col_x: " + std::to_string(sets) + " sets (ic_unroll) x " + std::to_string(cb) +
+                 " channels (oc_vectors) x " + std::to_string(kx) + " x taps x " + std::to_string(u) +
+                 " vectors (ur_w, at most 4) exceed 28 accumulators");
+  pl.oc_vectors = cb;
+  pl.ur_w = u;
+  pl.ic_unroll = sets;
+  pl.oc_blocks = ceil_div(p.c_out, int64_t{cb});
+  auto kind = [&](int64_t channels) {
+    BlockKind k;
+    k.vectors = static_cast<int>(channels);
+    k.wei_k_floats = channels * kx;  // per (input channel, z tap, y tap)
+    k.wei_tap_step = {az.tap_k_step * ay.kernel * k.wei_k_floats, ay.tap_k_step * k.wei_k_floats, 0};
+    k.wei_ic_step = az.kernel * ay.kernel * k.wei_k_floats;
+    return k;
+  };
+  pl.main = kind(cb);
+  pl.last = kind(p.c_out - (pl.oc_blocks - 1) * cb);
+
+  // Rows are tasks; a row is cut into parts only when there are too few rows for the threads. Each part
+  // after the first recomputes the tile before it (its shifted taps reach into the part), so parts keep
+  // at least 32 tiles: at most 3% more work.
+  int64_t first = 0, end = 0;
+  col_x_tiles(pl, first, end);
+  const int64_t rows = pl.batch * az.out * ay.out, tiles = end - first;
+  int parts = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{32}, rows), 1, std::max<int64_t>(1, tiles / 32)));
+  parts = std::min(parts, 8);
+  if (h.x_split) parts = h.x_split;
+  check_hint(parts >= 1 && parts <= 8 && parts <= std::max<int64_t>(1, tiles),
+             "col_x: x_split between 1 and min(8, tiles per row = " + std::to_string(tiles) + ")");
+  pl.x_split = parts;
+
+  const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
+  pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
+  pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
+  pl.src_ic_stride = pl.src_c;
+  pl.src_tap_step = {-az.tap_i_step * ay.in * ax.in, -ay.tap_i_step * ax.in, 0};
+}
+
+}  // namespace deconvjit::detail
+
+namespace deconvjit::detail {
+
+// Against the default on NCX data (2 threads, ms, every corpus and realworld layer col_x applies to,
+// docs/PERFORMANCE.md): the row and dot families hold at most one vector of output channels there, so
+// each FMA needs its own broadcast, and they copy the source to NXC or compute through a row buffer;
+// col_x reads NCX in place with full lanes along x. At most 4 output channels it beat dot and dot_x on
+// 22 of 23 layers with 8+ input channels (sepformer_decoder 0.496 -> 0.244, fsrcnn_x2 4.39 -> 1.87,
+// resnet50_bwd_stem_b16 17.0 -> 11.3; tfdcgan_mnist_l3_b256 even); 5-16 output channels outside gemm_x
+// won all 7 (ov_spec_ex1 1.04 -> 0.62, densepose_ann_index_b8 8.1 -> 5.8, hdemucs_freq_dec0 11.2 -> 7.3).
+// From 17 channels up the row families fill two vectors and win as often as they lose; K == s layers stay
+// with gemm_x, which also reads NCX in place. Fewer than 8 input channels leave too short a reduction for
+// the phase interleave (flownets_flow3_up, 2 -> 2, 0.7x). bf16 on CPUs with avx512_bf16 keeps the channel
+// pairs of the dot and row families (twice the FMA rate; col_x widens to f32).
+bool col_x_preferred(const Problem& p, Isa isa) {
+  if (p.dtype == DType::bf16 && cpu_has_avx512_bf16()) return false;
+  if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
+  return p.c_in >= 8 && p.c_out <= 16 && col_x_applies(p, isa) &&
+         !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
+}
+
+}  // namespace deconvjit::detail
