@@ -26,11 +26,62 @@ using Off = KernelArgsOffsets;
 constexpr int kFloat = 4;
 constexpr int kLanes = 16;
 
-// Tiles of one part emitted as one piece: a loop when none of them needs a mask.
+// Consecutive tiles of one part with the same masks, emitted as one piece (a loop when there are several:
+// the code of a tile depends only on its masks). So a row costs code for its few edge tiles, however long
+// it is or however far the output runs past the input (output_shape, output_padding).
 struct Piece {
   int64_t first = 0, count = 1;
-  bool loop = false;
   bool warm = false;  // computes the tile only for the stack (the tile before a part)
+};
+
+// Where the tiles of a row lie: input lanes and output masks per tile, and the pieces of each part.
+struct TileMap {
+  int64_t u = 1, s = 1, pad = 0, in_w = 0, out_w = 0, parts = 1, first = 0, end = 0;
+  explicit TileMap(const Plan& pl)
+      : u(pl.ur_w), s(pl.axes[2].stride), pad(pl.axes[2].pad_begin), in_w(pl.axes[2].in), out_w(pl.axes[2].out),
+        parts(pl.x_split) {
+    detail::col_x_tiles(pl, first, end);
+  }
+  int64_t tile_in() const { return kLanes * u; }  // input pixels per tile
+  // Real lanes [0, n) of input vector v of tile t.
+  int in_lanes(int64_t t, int64_t v) const {
+    return static_cast<int>(std::clamp<int64_t>(in_w - (t * u + v) * kLanes, 0, kLanes));
+  }
+  // Output x of lane 0 of output vector m of input vector v of tile t.
+  int64_t out_x(int64_t t, int64_t v, int64_t m) const { return (t * u + v) * kLanes * s + m * kLanes - pad; }
+  uint32_t out_bits(int64_t t, int64_t v, int64_t m) const {
+    uint32_t bits = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      const int64_t x = out_x(t, v, m) + l;
+      if (x >= 0 && x < out_w) bits |= 1u << l;
+    }
+    return bits;
+  }
+  bool same_masks(int64_t a, int64_t b) const {
+    for (int64_t v = 0; v < u; ++v) {
+      if (in_lanes(a, v) != in_lanes(b, v)) return false;
+      for (int64_t m = 0; m < s; ++m)
+        if (out_bits(a, v, m) != out_bits(b, v, m)) return false;
+    }
+    return true;
+  }
+  // Tiles [first, end) split into `parts` balanced ranges; each range after the row's first tile starts
+  // with its predecessor, computed for the stack only (when it has input).
+  std::vector<Piece> pieces(int64_t part) const {
+    const int64_t tiles = end - first;
+    const int64_t t0 = first + tiles * part / parts, t1 = first + tiles * (part + 1) / parts;
+    std::vector<Piece> out;
+    if (t0 > 0 && (t0 - 1) * tile_in() < in_w) out.push_back({t0 - 1, 1, true});
+    for (int64_t t = t0; t < t1; ++t) {
+      const Piece& b = out.empty() ? Piece{} : out.back();
+      if (!out.empty() && !b.warm && b.first + b.count == t && same_masks(b.first, t)) {
+        ++out.back().count;
+        continue;
+      }
+      out.push_back({t, 1, false});
+    }
+    return out;
+  }
 };
 
 // Stack frame: the channel count and the saved tile pointers, then the previous tile's last vector per
@@ -39,9 +90,7 @@ constexpr int kCountSlot = 0, kSrcSlot = 8, kWeiSlot = 16, kPrevSlot = 64;
 
 class ColXGenerator : public Generator {
  public:
-  explicit ColXGenerator(const Plan& pl) : Generator(code_bound(pl)), pl_(pl) {
-    detail::col_x_tiles(pl, first_tile_, end_tile_);
-  }
+  explicit ColXGenerator(const Plan& pl) : Generator(code_bound(pl)), pl_(pl), map_(pl) {}
 
   EmittedCode run() {
     EmittedCode out;
@@ -72,8 +121,8 @@ class ColXGenerator : public Generator {
   const Reg64 r_tmp = rbp;
 
   const Plan& pl_;
+  const TileMap map_;
   int cb_ = 1;
-  int64_t first_tile_ = 0, end_tile_ = 0;
   Label l_index_;
 
   int u_n() const { return pl_.ur_w; }
@@ -97,25 +146,9 @@ class ColXGenerator : public Generator {
   Zmm temp(int i) const { return Zmm(28 + i); }  // after the reduction
   Address prev(int c, int64_t kx) const { return ptr[rsp + kPrevSlot + 64 * (c * kx_n() + kx)]; }
 
-  // Real lanes [0, n) of input vector u of tile t.
-  int in_lanes(int64_t t, int u) const {
-    return static_cast<int>(std::clamp<int64_t>(in_w() - (t * u_n() + u) * kLanes, 0, kLanes));
-  }
-  // Output x of lane 0 of output vector m of input vector u of tile t.
-  int64_t out_x(int64_t t, int u, int64_t m) const { return (t * u_n() + u) * kLanes * s() + m * kLanes - pad(); }
-  uint32_t out_bits(int64_t t, int u, int64_t m) const {
-    uint32_t bits = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      const int64_t x = out_x(t, u, m) + l;
-      if (x >= 0 && x < out_w()) bits |= 1u << l;
-    }
-    return bits;
-  }
-  bool clean(int64_t t) const {
-    return (t + 1) * tile_in() <= in_w() && out_x(t, 0, 0) >= 0 && out_x(t, 0, 0) + tile_out() <= out_w();
-  }
-
-  std::vector<Piece> pieces(int part) const;
+  int in_lanes(int64_t t, int u) const { return map_.in_lanes(t, u); }
+  int64_t out_x(int64_t t, int u, int64_t m) const { return map_.out_x(t, u, m); }
+  uint32_t out_bits(int64_t t, int u, int64_t m) const { return map_.out_bits(t, u, m); }
   void emit_function(int channels, int part);
   void emit_tile(int64_t t, bool warm);
   void emit_reduction(int64_t t);
@@ -128,23 +161,6 @@ class ColXGenerator : public Generator {
   void emit_tables();
   static size_t code_bound(const Plan& pl);
 };
-
-// Tiles [first, end) of the row split into x_split balanced ranges; each range after the row's first
-// tile starts with its predecessor, computed for the stack only.
-std::vector<Piece> ColXGenerator::pieces(int part) const {
-  const int64_t tiles = end_tile_ - first_tile_, parts = pl_.x_split;
-  const int64_t t0 = first_tile_ + tiles * part / parts, t1 = first_tile_ + tiles * (part + 1) / parts;
-  std::vector<Piece> out;
-  if (t0 > 0 && (t0 - 1) * tile_in() < in_w()) out.push_back({t0 - 1, 1, false, true});
-  for (int64_t t = t0; t < t1; ++t) {
-    if (clean(t) && !out.empty() && out.back().loop && out.back().first + out.back().count == t) {
-      ++out.back().count;
-      continue;
-    }
-    out.push_back({t, 1, clean(t), false});
-  }
-  return out;
-}
 
 void ColXGenerator::emit_function(int channels, int part) {
   cb_ = channels;
@@ -159,7 +175,7 @@ void ColXGenerator::emit_function(int channels, int part) {
   test(r_nblk, r_nblk);
   jle(l_done, T_NEAR);
   L(l_block);
-  const std::vector<Piece> ps = pieces(part);
+  const std::vector<Piece> ps = map_.pieces(part);
   // Without a tile before the part (or with one past the input), the previous vector is zero.
   if (ps.empty() || !ps.front().warm) {
     vxorps(temp(0), temp(0), temp(0));
@@ -171,14 +187,14 @@ void ColXGenerator::emit_function(int channels, int part) {
     add_imm(r_xs, pc.first * tile_in() * eb(), r_tmp);
     mov(r_xd, r_dst);
     add_imm(r_xd, out_x(pc.first, 0, 0) * eb(), r_tmp);
-    if (!pc.loop) {
+    if (pc.count == 1) {
       emit_tile(pc.first, pc.warm);
       continue;
     }
     Label l_piece;
     mov(r_loop, pc.count);
     L(l_piece);
-    emit_tile(pc.first, false);  // every tile of a loop piece needs no mask, as the first
+    emit_tile(pc.first, false);  // every tile of the piece has the first one's masks
     add_imm(r_xs, tile_in() * eb(), r_tmp);
     add_imm(r_xd, tile_out() * eb(), r_tmp);
     dec(r_loop);
@@ -329,16 +345,21 @@ void ColXGenerator::emit_tables() {
       for (int l = 0; l < kLanes; ++l) dd(static_cast<uint32_t>(((m * kLanes + l) / s() - d) & 31));
 }
 
+// Up to 12 bytes an instruction. A tile: the reduction's taps once per accumulator set in the step and
+// again for the remainder; per output vector and kernel x an index load, a permute and an add; the stack
+// copies. Times the pieces of every part, for each block kind.
 size_t ColXGenerator::code_bound(const Plan& pl) {
   const size_t kx = static_cast<size_t>(pl.axes[2].kernel), u = static_cast<size_t>(pl.ur_w);
   const size_t cb = static_cast<size_t>(pl.oc_vectors), s = static_cast<size_t>(pl.axes[2].stride);
-  const size_t taps = 128 + 8 * u * 8 + cb * kx * u * 12 + 64;
-  const size_t reduction = 256 + (2 * static_cast<size_t>(pl.ic_unroll) + 1) * (taps + 64);
-  const size_t output = cb * u * s * (64 + kx * 40 + 64) + cb * kx * (u + 1) * 24;
-  const size_t tile = reduction + output + cb * kx * u * 8;
-  // Per part: up to a warm tile, two edge tiles at each end, the loop, and edges where pads cut in.
-  return (pl.dtype == DType::f32 ? 1 : 2) *
-         (8192 + static_cast<size_t>(pl.x_split) * 2 * (8 * tile + 1024) + s * 64 * 32);
+  const size_t taps = 256 + (u * 4 + 8) * 12 + cb * kx * u * 12;
+  const size_t reduction = 512 + (2 * static_cast<size_t>(pl.ic_unroll) + 1) * (taps + 64) + cb * kx * u * 8;
+  const size_t output = cb * u * s * (96 + kx * 40 + 96);
+  const size_t tile = reduction + output + cb * kx * (u + 1) * 24 + 256;
+  const TileMap map(pl);
+  size_t pieces = 0;
+  for (int64_t part = 0; part < pl.x_split; ++part) pieces += map.pieces(part).size();
+  return (pl.dtype == DType::f32 ? 1 : 2) * (8192 + 2 * (pieces * (tile + 128) + static_cast<size_t>(pl.x_split) * 1024) +
+                                             s * 64 * 32);
 }
 
 }  // namespace

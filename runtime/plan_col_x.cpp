@@ -65,8 +65,10 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   int sets = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{12}, cb * kx * u), 1, 8));
   while (sets > 1 && sets * cb * kx * u > kAccumulators) --sets;
   if (h.ic_unroll) sets = h.ic_unroll;
-  check_hint(cb >= 1 && cb <= p.c_out && u >= 1 && u <= kMaxVectors && sets >= 1 && sets <= 8 &&
-                 sets * cb * kx * u <= kAccumulators,
+  check_hint(cb >= 1 && cb <= p.c_out, "col_x: oc_vectors counts output channels: 1 to " + std::to_string(p.c_out));
+  check_hint(u >= 1 && u <= kMaxVectors, "col_x: ur_w counts input vectors per tile: 1 to 4");
+  check_hint(sets >= 1 && sets <= 8, "col_x: ic_unroll counts accumulator sets: 1 to 8");
+  check_hint(sets * cb * kx * u <= kAccumulators,
              "col_x: " + std::to_string(sets) + " sets (ic_unroll) x " + std::to_string(cb) +
                  " channels (oc_vectors) x " + std::to_string(kx) + " x taps x " + std::to_string(u) +
                  " vectors (ur_w, at most 4) exceed 28 accumulators");

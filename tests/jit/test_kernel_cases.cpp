@@ -213,6 +213,15 @@ TEST_P(KernelCases, ColX) {
     EXPECT_EQ(plan_of(t).at("algorithm"), "col_x");
   }
   if (isa() != Isa::avx512_core) return;
+  // An output far wider than the input reaches (output_shape): the tiles past the input share their masks
+  // and run as one loop, so the code stays small and every such output is zero.
+  {
+    TuningHints h;
+    h.algorithm = "col_x";
+    DeconvTester t = T().rank(1).channels(8, 2).input({40}).kernel({5}).stride({2}).output_shape({8000}).hints(h);
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("algorithm"), "col_x");
+  }
   // An infinite weight at kernel x 0: output 78 has terms from inputs 38 and 39 only, but the lane of
   // input 40 (past the row, a zeroed load) would give it 0 * inf = NaN unless that lane's FMA is masked.
   // And an infinite input, which must reach exactly the outputs it feeds.
