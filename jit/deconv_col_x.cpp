@@ -123,7 +123,7 @@ class ColXGenerator : public Generator {
   const Plan& pl_;
   const TileMap map_;
   int cb_ = 1;
-  Label l_index_;
+  Label l_index_, l_pairs_;
 
   int u_n() const { return pl_.ur_w; }
   int64_t s() const { return pl_.axes[2].stride; }
@@ -143,6 +143,8 @@ class ColXGenerator : public Generator {
   }
   Zmm acc(int c, int64_t kx, int u) const { return acc_in(0, c, kx, u); }
   Zmm in(int u) const { return Zmm(28 + u); }
+  bool pairs() const { return pl_.ic_pairs; }
+  Zmm pair_index() const { return Zmm(31); }  // (bf16 pairs: at most 3 input vectors)
   Zmm temp(int i) const { return Zmm(28 + i); }  // after the reduction
   Address prev(int c, int64_t kx) const { return ptr[rsp + kPrevSlot + 64 * (c * kx_n() + kx)]; }
 
@@ -152,11 +154,11 @@ class ColXGenerator : public Generator {
   void emit_function(int channels, int part);
   void emit_tile(int64_t t, bool warm);
   void emit_reduction(int64_t t);
-  void emit_taps(int64_t t, int set);
+  void emit_taps(int64_t t, int set, bool single);
   void emit_output(int64_t t);
-  void set_mask(const Opmask& k, uint32_t bits) {
+  void set_mask(const Opmask& k, uint32_t bits) {  // (32 bits: word masks of bf16 pairs)
     mov(r_tmp.cvt32(), bits);
-    kmovw(k, r_tmp.cvt32());
+    kmovd(k, r_tmp.cvt32());
   }
   void emit_tables();
   static size_t code_bound(const Plan& pl);
@@ -201,7 +203,7 @@ void ColXGenerator::emit_function(int channels, int part) {
     jnz(l_piece, T_NEAR);
   }
   add_imm(r_dst, cb_ * pl_.dst_c * eb(), r_tmp);
-  add_imm(r_wei, pl_.ic_per_group * pl_.main.wei_ic_step * kFloat, r_tmp);  // (only full blocks loop)
+  add_imm(r_wei, detail::ic_steps(pl_) * pl_.main.wei_ic_step * kFloat, r_tmp);  // (only full blocks loop)
   dec(r_nblk);
   jnz(l_block, T_NEAR);
   L(l_done);
@@ -225,28 +227,39 @@ void ColXGenerator::emit_tile(int64_t t, bool warm) {
 // Every input channel, ic_unroll of them per step each into its own accumulator set; the step count lives
 // on the stack, the tile's pointers too (the channel walk moves them).
 void ColXGenerator::emit_reduction(int64_t t) {
-  const int64_t k = pl_.ic_unroll, steps = pl_.ic_per_group / k, rest = pl_.ic_per_group % k;
+  // (bf16 pairs: a step is a pair of channels; an odd last channel is a step of its own)
+  const bool odd = pairs() && pl_.ic_per_group % 2 == 1;
+  const int64_t whole = pairs() ? pl_.ic_per_group / 2 : pl_.ic_per_group;  // steps of two channels (pairs)
+  const int64_t k = pl_.ic_unroll, steps = whole / k, rest = whole % k;
   const detail::BlockKind& bk = cb_ == pl_.main.vectors ? pl_.main : pl_.last;
-  auto channel = [&](int set) {
-    emit_taps(t, set);
-    add_imm(r_xs, pl_.src_c * eb(), r_tmp);
+  auto channel = [&](int set, bool single) {
+    emit_taps(t, set, single);
+    add_imm(r_xs, (pairs() ? 2 : 1) * pl_.src_c * eb(), r_tmp);
     add_imm(r_wei, bk.wei_ic_step * kFloat, r_tmp);
   };
   for (int u = 0; u < u_n(); ++u) {
     const int n = in_lanes(t, u);
-    if (n > 0 && n < kLanes) set_mask(Opmask(1 + u), (1u << n) - 1);
+    const uint32_t lo = n == kLanes ? 0xffffu : (1u << n) - 1;
+    if (pairs()) {  // words: the first channel's n in the low half, the second's in the high half
+      set_mask(Opmask(1 + u), lo);
+      set_mask(Opmask(4 + u), lo << 16);
+    } else if (n > 0 && n < kLanes) {
+      set_mask(Opmask(1 + u), lo);
+    }
   }
+  if (pairs()) vmovups(pair_index(), ptr[rip + l_pairs_]);
   mov(ptr[rsp + kSrcSlot], r_xs);
   mov(ptr[rsp + kWeiSlot], r_wei);
   if (steps > 0) {
     mov(qword[rsp + kCountSlot], steps);
     Label l_ic;
     L(l_ic);
-    for (int set = 0; set < k; ++set) channel(set);
+    for (int set = 0; set < k; ++set) channel(set, false);
     dec(qword[rsp + kCountSlot]);
     jnz(l_ic, T_NEAR);
   }
-  for (int set = 0; set < rest; ++set) channel(set);
+  for (int set = 0; set < rest; ++set) channel(set, false);
+  if (odd) channel(static_cast<int>(rest % k), true);
   mov(r_xs, ptr[rsp + kSrcSlot]);
   mov(r_wei, ptr[rsp + kWeiSlot]);
   for (int set = 1; set < k; ++set)
@@ -258,7 +271,7 @@ void ColXGenerator::emit_reduction(int64_t t) {
 // The valid z and y taps of one input channel: per tap, the tile's input vectors (masked at the row's
 // end, where the FMA is masked too: a zeroed input times an infinite weight would be a NaN in a lane
 // that has no term), then one broadcast FMA per (channel, kernel x) and vector.
-void ColXGenerator::emit_taps(int64_t t, int set) {
+void ColXGenerator::emit_taps(int64_t t, int set, bool single) {
   const detail::BlockKind& bk = cb_ == pl_.main.vectors ? pl_.main : pl_.last;
   const int64_t* sstep = pl_.src_tap_step.data();
   const int64_t* wstep = bk.wei_tap_step.data();
@@ -270,12 +283,21 @@ void ColXGenerator::emit_taps(int64_t t, int set) {
     emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp, [&] {
       // Hundreds of channel rows, a short piece of each per tile: more streams than the hardware
       // prefetchers follow, so each row's piece for the next tile is asked for one tile ahead.
-      for (int64_t at = 0; at < tile_in() * eb(); at += 64) prefetcht0(ptr[r_sy + tile_in() * eb() + at]);
+      for (int64_t at = 0; at < tile_in() * eb(); at += 64) {
+        prefetcht0(ptr[r_sy + tile_in() * eb() + at]);
+        if (pairs() && !single) prefetcht0(ptr[r_sy + pl_.src_c * eb() + tile_in() * eb() + at]);
+      }
       for (int u = 0; u < u_n(); ++u) {
         const int n = in_lanes(t, u);
         if (n == 0) continue;
         const Address a = ptr[r_sy + u * kLanes * eb()];
-        if (n == kLanes)
+        if (pairs()) {
+          // The pair's rows as words 0-15 and 16-31 (the second loaded from 32 bytes before its row
+          // under the high mask, so only its own words are read), then interleaved into dword lanes.
+          vmovdqu16(in(u) | Opmask(1 + u) | T_z, a);
+          if (!single) vmovdqu16(in(u) | Opmask(4 + u), ptr[r_sy + (pl_.src_c + u * kLanes) * eb() - 32]);
+          vpermw(in(u), pair_index(), in(u));
+        } else if (n == kLanes)
           io16() ? load_io(in(u), a) : vmovups(in(u), a);
         else if (io16())
           load_io_lanes(in(u), a, 0, n, Opmask(1 + u));
@@ -287,10 +309,12 @@ void ColXGenerator::emit_taps(int64_t t, int set) {
           const Address w = ptr_b[r_wy + (c * kx_n() + kx) * kFloat];
           for (int u = 0; u < u_n(); ++u) {
             const int n = in_lanes(t, u);
-            if (n == kLanes)
-              vfmadd231ps(acc_in(set, c, kx, u), in(u), w);
-            else if (n > 0)
-              vfmadd231ps(acc_in(set, c, kx, u) | Opmask(1 + u), in(u), w);
+            if (n == 0) continue;
+            const Zmm a = n == kLanes ? acc_in(set, c, kx, u) : acc_in(set, c, kx, u) | Opmask(1 + u);
+            if (pairs())
+              vdpbf16ps(a, in(u), w);
+            else
+              vfmadd231ps(a, in(u), w);
           }
         }
     });
@@ -339,6 +363,8 @@ void ColXGenerator::emit_output(int64_t t) {
 
 void ColXGenerator::emit_tables() {
   align(64);
+  L(l_pairs_);  // word 2j <- j (first channel), word 2j + 1 <- 16 + j (second)
+  for (int j = 0; j < kLanes; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
   L(l_index_);
   for (int64_t m = 0; m < s(); ++m)
     for (int64_t d = 0; d < d_n(); ++d)

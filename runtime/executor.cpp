@@ -292,7 +292,7 @@ void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* ds
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const int64_t rows = a[0].out * a[1].out, parts = pl.x_split, full = pl.has_tail() ? pl.oc_blocks - 1 : pl.oc_blocks;
-  const int64_t block_floats = pl.ic_per_group * pl.main.wei_ic_step;
+  const int64_t block_floats = ic_steps(pl) * pl.main.wei_ic_step;
   auto task = [&](int64_t t) {
     const int64_t part = t % parts, row = t / parts % rows, n = t / parts / rows;
     const AxisTaps& tz = k.schedule.z[row / a[1].out];

@@ -15,6 +15,15 @@ void check_hint(bool ok, const std::string& what) {
   if (!ok) throw Error(Error::Kind::InvalidArgument, "tuning hint rejected: " + what);
 }
 
+void choose_ic_pairs(Plan& pl, const TuningHints& h) {
+  const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
+                        (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                         pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x);
+  check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x family, "
+                                          "AVX-512 and a CPU with avx512_bf16");
+  pl.ic_pairs = possible && h.ic_pairs != 0;
+}
+
 namespace {
 
 
@@ -270,15 +279,6 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
 // vdpbf16ps reduces two input channels per instruction at twice the f32 FMA rate (Zen 5, measured:
 // 409 against 222 GFLOP/s, one core). It reads channel pairs from a contiguous NXC pixel, so the
 // source must have input channels adjacent (every route but in_kernel, which is f32 only anyway).
-void choose_ic_pairs(Plan& pl, const TuningHints& h) {
-  const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
-                        (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                         pl.algorithm == Algorithm::dot);
-  check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct, gemm or dot family, AVX-512 "
-                                          "and a CPU with avx512_bf16");
-  pl.ic_pairs = possible && h.ic_pairs != 0;
-}
-
 BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
   BlockKind k;
   k.vectors = vectors;
@@ -346,8 +346,9 @@ int64_t Plan::packed_weights_floats() const {
     return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
   if (algorithm == Algorithm::dot_x)  // per (input, output) channel pair, likewise
     return ic_per_group * oc_per_group * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
-  if (algorithm == Algorithm::col_x)  // per channel block: [ic][kz][ky][block's oc][kx]
-    return ic_per_group * axes[0].kernel * axes[1].kernel * axes[2].kernel * dst_channels;
+  if (algorithm == Algorithm::col_x)  // per channel block: [ic or pair][kz][ky][block's oc][kx]
+    return (ic_pairs ? (ic_per_group + 1) / 2 : ic_per_group) * axes[0].kernel * axes[1].kernel * axes[2].kernel *
+           dst_channels;
   if (algorithm == Algorithm::gemm_x)  // per channel block: [ic][block's (oc, kz, ky, kx)]
     return ic_per_group * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
@@ -545,8 +546,8 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
   check_hint((h.rows_per_block == 0 && h.flat_plane == -1 && h.oc_chunk == 0 && h.row_chunk == 0) ||
                  pl.algorithm == Algorithm::gemm_x,
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
-  check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct, gemm or dot family, "
-                                              "AVX-512 and a CPU with avx512_bf16");
+  check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x "
+                                              "family, AVX-512 and a CPU with avx512_bf16");
 }
 
 // A 1->1 layer without groups (HED's side outputs, LapSRN's image branch) on NCX data: depthwise_x fills

@@ -173,6 +173,8 @@ constexpr int64_t kSerialBytes = int64_t{1} << 20;
 // Tasks to aim for, so that up to 64 threads balance.
 constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
+// bf16 channel pairs (vdpbf16ps) where the family, ISA, CPU and hint allow them (Plan::ic_pairs).
+void choose_ic_pairs(Plan& pl, const TuningHints& h);
 bool depthwise_x_applies(const Problem& p, Isa isa);
 // At most this many output channels per group take the dot families (dot, dot_x).
 constexpr int64_t kDotMaxOc = 4;

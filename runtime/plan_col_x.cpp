@@ -55,18 +55,24 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.batch_block != 1 && h.oc_loop <= 1, "col_x walks rows (no batch_block, oc_loop 1)");
   pl.algorithm = Algorithm::col_x;
   pl.layout = LayoutPath::ncx_native;
+  // bf16 pairs: vdpbf16ps at twice the FMA rate. A pair's two channel rows are loaded into the two
+  // halves of one register and interleaved by vpermw through an index in register 31, so a tile holds
+  // at most 3 input vectors.
+  choose_ic_pairs(pl, h);
+  const int max_vectors = pl.ic_pairs ? kMaxVectors - 1 : kMaxVectors;
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
   const int64_t kx = ax.kernel, row_vectors = ceil_div(ax.in, int64_t{16});
   int cb = static_cast<int>(std::min<int64_t>(p.c_out, std::max<int64_t>(1, kAccumulators / kx)));
   cb = static_cast<int>(ceil_div(p.c_out, ceil_div(p.c_out, int64_t{cb})));  // balanced blocks
   if (h.oc_vectors) cb = h.oc_vectors;
-  int u = static_cast<int>(std::clamp<int64_t>(kAccumulators / (cb * kx), 1, std::min<int64_t>(kMaxVectors, row_vectors)));
+  int u = static_cast<int>(std::clamp<int64_t>(kAccumulators / (cb * kx), 1, std::min<int64_t>(max_vectors, row_vectors)));
   if (h.ur_w) u = h.ur_w;
   int sets = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{12}, cb * kx * u), 1, 8));
   while (sets > 1 && sets * cb * kx * u > kAccumulators) --sets;
   if (h.ic_unroll) sets = h.ic_unroll;
   check_hint(cb >= 1 && cb <= p.c_out, "col_x: oc_vectors counts output channels: 1 to " + std::to_string(p.c_out));
-  check_hint(u >= 1 && u <= kMaxVectors, "col_x: ur_w counts input vectors per tile: 1 to 4");
+  check_hint(u >= 1 && u <= max_vectors, "col_x: ur_w counts input vectors per tile: 1 to " +
+                                             std::to_string(max_vectors) + (pl.ic_pairs ? " (bf16 pairs)" : ""));
   check_hint(sets >= 1 && sets <= 8, "col_x: ic_unroll counts accumulator sets: 1 to 8");
   check_hint(sets * cb * kx * u <= kAccumulators,
              "col_x: " + std::to_string(sets) + " sets (ic_unroll) x " + std::to_string(cb) +
@@ -79,7 +85,7 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   auto kind = [&](int64_t channels) {
     BlockKind k;
     k.vectors = static_cast<int>(channels);
-    k.wei_k_floats = channels * kx;  // per (input channel, z tap, y tap)
+    k.wei_k_floats = channels * kx;  // per (input channel or pair, z tap, y tap)
     k.wei_tap_step = {az.tap_k_step * ay.kernel * k.wei_k_floats, ay.tap_k_step * k.wei_k_floats, 0};
     k.wei_ic_step = az.kernel * ay.kernel * k.wei_k_floats;
     return k;
