@@ -118,21 +118,26 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
 namespace deconvjit::detail {
 
 // Against the default on NCX data (2 threads, ms, every corpus and realworld layer col_x applies to,
-// docs/PERFORMANCE.md): the row and dot families hold at most one vector of output channels there, so
-// each FMA needs its own broadcast, and they copy the source to NXC or compute through a row buffer;
-// col_x reads NCX in place with full lanes along x. At most 4 output channels it beat dot and dot_x on
-// 22 of 23 layers with 8+ input channels (sepformer_decoder 0.496 -> 0.244, fsrcnn_x2 4.39 -> 1.87,
-// resnet50_bwd_stem_b16 17.0 -> 11.3; tfdcgan_mnist_l3_b256 even); 5-16 output channels outside gemm_x
-// won all 7 (ov_spec_ex1 1.04 -> 0.62, densepose_ann_index_b8 8.1 -> 5.8, hdemucs_freq_dec0 11.2 -> 7.3).
-// From 17 channels up the row families fill two vectors and win as often as they lose; K == s layers stay
-// with gemm_x, which also reads NCX in place. Fewer than 8 input channels leave too short a reduction for
-// the phase interleave (flownets_flow3_up, 2 -> 2, 0.7x). bf16 on CPUs with avx512_bf16 keeps the channel
-// pairs of the dot and row families (twice the FMA rate; col_x widens to f32).
+// docs/data/colx_sweep_2t.jsonl): the row and dot families hold at most one vector of output channels
+// there, so each FMA needs its own broadcast, and they copy the source to NXC or compute through a row
+// buffer; col_x reads NCX in place with full lanes along x. At most 4 output channels it beat dot and
+// dot_x on 22 of 23 layers with 8+ input channels (sepformer_decoder 0.496 -> 0.244, fsrcnn_x2 4.39 ->
+// 1.87, resnet50_bwd_stem_b16 17.0 -> 11.3; tfdcgan_mnist_l3_b256 even); 5-16 output channels outside
+// gemm_x won all 7 (ov_spec_ex1 1.04 -> 0.62, densepose_ann_index_b8 8.1 -> 5.8, hdemucs_freq_dec0 11.2
+// -> 7.3). From 17 channels up the row families fill two vectors and win as often as they lose; K == s
+// layers stay with gemm_x (or, for bf16, the dot family's pairs: dbnet_head_up2 0.83x), which read NCX in
+// place. Fewer than 8 input channels leave too short a reduction for the phase interleave
+// (flownets_flow3_up, 2 -> 2, 0.7x).
+// bf16 with channel pairs (docs/data/colx_sweep_bf16_2t.jsonl): the dot family's layers again, all 23
+// (sepformer_decoder 2.8x, lsgan_d7_b16 3.0x, dprnn_decoder 1.2x); but the row families reduce pairs as
+// fast as col_x does, so above 4 output channels col_x wins only where they leave a quarter of their lanes
+// empty (ov_spec_ex1, 10 channels, 1.45x) and loses at 15-16 (squeezeseg_fdeconv13_b8 0.66x,
+// densepose_ann_index_b8 0.95x; hdemucs_freq_dec0 1.2x is the exception left out).
 bool col_x_preferred(const Problem& p, Isa isa) {
-  if (p.dtype == DType::bf16 && cpu_has_avx512_bf16()) return false;
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
-  return p.c_in >= 8 && p.c_out <= 16 && col_x_applies(p, isa) &&
-         !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
+  if (p.c_in < 8 || p.c_out > 16 || !col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
+  const bool pairs = p.dtype == DType::bf16 && cpu_has_avx512_bf16();
+  return !pairs || p.c_out <= kDotMaxOc || lane_use(p.c_out, 16) <= 0.75;
 }
 
 }  // namespace deconvjit::detail
