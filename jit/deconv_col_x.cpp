@@ -155,6 +155,7 @@ class ColXGenerator : public Generator {
   void emit_tile(int64_t t, bool warm);
   void emit_reduction(int64_t t);
   void emit_taps(int64_t t, int set, bool single);
+  void emit_tap(int64_t t, int set, bool single, const Reg64& src, const Reg64& wei);
   void emit_output(int64_t t);
   void set_mask(const Opmask& k, uint32_t bits) {  // (32 bits: word masks of bf16 pairs)
     mov(r_tmp.cvt32(), bits);
@@ -250,6 +251,12 @@ void ColXGenerator::emit_reduction(int64_t t) {
   if (pairs()) vmovups(pair_index(), ptr[rip + l_pairs_]);
   mov(ptr[rsp + kSrcSlot], r_xs);
   mov(ptr[rsp + kWeiSlot], r_wei);
+  // A row with no valid z or y tap (a stride above the kernel, pads) keeps its zero sums.
+  Label l_none;
+  for (int a = 0; a < 2; ++a) {
+    cmp(qword[r_args + (a == 0 ? Off::nz : Off::ny)], 0);
+    jle(l_none, T_NEAR);
+  }
   if (steps > 0) {
     mov(qword[rsp + kCountSlot], steps);
     Label l_ic;
@@ -260,6 +267,7 @@ void ColXGenerator::emit_reduction(int64_t t) {
   }
   for (int set = 0; set < rest; ++set) channel(set, false);
   if (odd) channel(static_cast<int>(rest % k), true);
+  L(l_none);
   mov(r_xs, ptr[rsp + kSrcSlot]);
   mov(r_wei, ptr[rsp + kWeiSlot]);
   for (int set = 1; set < k; ++set)
@@ -275,53 +283,70 @@ void ColXGenerator::emit_taps(int64_t t, int set, bool single) {
   const detail::BlockKind& bk = cb_ == pl_.main.vectors ? pl_.main : pl_.last;
   const int64_t* sstep = pl_.src_tap_step.data();
   const int64_t* wstep = bk.wei_tap_step.data();
-  mov(r_sz, r_xs);
-  mov(r_wz, r_wei);
-  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * eb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_tmp, [&] {
-    mov(r_sy, r_sz);
-    mov(r_wy, r_wz);
-    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_tmp, [&] {
-      // Hundreds of channel rows, a short piece of each per tile: more streams than the hardware
-      // prefetchers follow, so each row's piece is asked for two tiles ahead. (One tile ahead left
-      // convtasnet_decoder at 1.2-2.4 ms in `deconvjit bench --vs onednn`, whose other variants evict
-      // the source between batches; two tiles: 0.75-0.81, four or eight no better.)
-      const int64_t ahead = 2 * tile_in() * eb();
-      for (int64_t at = 0; at < tile_in() * eb(); at += 64) {
-        prefetcht0(ptr[r_sy + ahead + at]);
-        if (pairs() && !single) prefetcht0(ptr[r_sy + pl_.src_c * eb() + ahead + at]);
-      }
+  // An axis of kernel 1 has one valid tap or none, and emit_reduction skips the call's reduction when a
+  // count is zero: no loop for it (a 1-D layer's channel step is then its loads and FMAs alone). Other
+  // axes loop over their counts, which are at least 1 here.
+  auto axis = [&](int a, const Reg64& count, const Reg64& src, const Reg64& wei, const Reg64& from_s,
+                  const Reg64& from_w, auto body) {
+    if (pl_.axes[a].kernel == 1) return body(from_s, from_w);
+    mov(src, from_s);
+    mov(wei, from_w);
+    mov(count, ptr[r_args + (a == 0 ? Off::nz : Off::ny)]);
+    Label l_tap;
+    L(l_tap);
+    body(src, wei);
+    add_imm(src, sstep[a] * eb(), r_tmp);
+    add_imm(wei, wstep[a] * kFloat, r_tmp);
+    dec(count);
+    jnz(l_tap, T_NEAR);
+  };
+  axis(0, r_cz, r_sz, r_wz, r_xs, r_wei, [&](const Reg64& zs, const Reg64& zw) {
+    axis(1, r_cy, r_sy, r_wy, zs, zw, [&](const Reg64& ys, const Reg64& yw) { emit_tap(t, set, single, ys, yw); });
+  });
+}
+
+// One (z, y) tap of one channel (or pair): the tile's input vectors at `src` (masked at the row's end, where
+// the FMA is masked too), then one broadcast FMA per (output channel, kernel x) and vector from `wei`.
+void ColXGenerator::emit_tap(int64_t t, int set, bool single, const Reg64& src, const Reg64& wei) {
+  // Hundreds of channel rows, a short piece of each per tile: more streams than the hardware
+  // prefetchers follow, so each row's piece is asked for two tiles ahead. (One tile ahead left
+  // convtasnet_decoder at 1.2-2.4 ms in `deconvjit bench --vs onednn`, whose other variants evict
+  // the source between batches; two tiles: 0.75-0.81, four or eight no better.)
+  const int64_t ahead = 2 * tile_in() * eb();
+  for (int64_t at = 0; at < tile_in() * eb(); at += 64) {
+    prefetcht0(ptr[src + ahead + at]);
+    if (pairs() && !single) prefetcht0(ptr[src + pl_.src_c * eb() + ahead + at]);
+  }
+  for (int u = 0; u < u_n(); ++u) {
+    const int n = in_lanes(t, u);
+    if (n == 0) continue;
+    const Address a = ptr[src + u * kLanes * eb()];
+    if (pairs()) {
+      // The pair's rows as words 0-15 and 16-31 (the second loaded from 32 bytes before its row
+      // under the high mask, so only its own words are read), then interleaved into dword lanes.
+      vmovdqu16(in(u) | Opmask(1 + u) | T_z, a);
+      if (!single) vmovdqu16(in(u) | Opmask(4 + u), ptr[src + (pl_.src_c + u * kLanes) * eb() - 32]);
+      vpermw(in(u), pair_index(), in(u));
+    } else if (n == kLanes)
+      io16() ? load_io(in(u), a) : vmovups(in(u), a);
+    else if (io16())
+      load_io_lanes(in(u), a, 0, n, Opmask(1 + u));
+    else
+      vmovups(in(u) | Opmask(1 + u) | T_z, a);
+  }
+  for (int c = 0; c < cb_; ++c)
+    for (int64_t kx = 0; kx < kx_n(); ++kx) {
+      const Address w = ptr_b[wei + (c * kx_n() + kx) * kFloat];
       for (int u = 0; u < u_n(); ++u) {
         const int n = in_lanes(t, u);
         if (n == 0) continue;
-        const Address a = ptr[r_sy + u * kLanes * eb()];
-        if (pairs()) {
-          // The pair's rows as words 0-15 and 16-31 (the second loaded from 32 bytes before its row
-          // under the high mask, so only its own words are read), then interleaved into dword lanes.
-          vmovdqu16(in(u) | Opmask(1 + u) | T_z, a);
-          if (!single) vmovdqu16(in(u) | Opmask(4 + u), ptr[r_sy + (pl_.src_c + u * kLanes) * eb() - 32]);
-          vpermw(in(u), pair_index(), in(u));
-        } else if (n == kLanes)
-          io16() ? load_io(in(u), a) : vmovups(in(u), a);
-        else if (io16())
-          load_io_lanes(in(u), a, 0, n, Opmask(1 + u));
+        const Zmm a = n == kLanes ? acc_in(set, c, kx, u) : acc_in(set, c, kx, u) | Opmask(1 + u);
+        if (pairs())
+          vdpbf16ps(a, in(u), w);
         else
-          vmovups(in(u) | Opmask(1 + u) | T_z, a);
+          vfmadd231ps(a, in(u), w);
       }
-      for (int c = 0; c < cb_; ++c)
-        for (int64_t kx = 0; kx < kx_n(); ++kx) {
-          const Address w = ptr_b[r_wy + (c * kx_n() + kx) * kFloat];
-          for (int u = 0; u < u_n(); ++u) {
-            const int n = in_lanes(t, u);
-            if (n == 0) continue;
-            const Zmm a = n == kLanes ? acc_in(set, c, kx, u) : acc_in(set, c, kx, u) | Opmask(1 + u);
-            if (pairs())
-              vdpbf16ps(a, in(u), w);
-            else
-              vfmadd231ps(a, in(u), w);
-          }
-        }
-    });
-  });
+    }
 }
 
 // Output vector m of input vector u covers q = 16 s (tile's first vector + u) + 16 m + lane, lane l of
