@@ -35,20 +35,24 @@ struct Piece {
 };
 
 // Where the tiles of a row lie: input lanes and output masks per tile, and the pieces of each part.
+// With block_over_batch the tile's vectors are one x vector of ur_w images (vector v: image v).
 struct TileMap {
   int64_t u = 1, s = 1, pad = 0, in_w = 0, out_w = 0, parts = 1, first = 0, end = 0;
+  bool images = false;
   explicit TileMap(const Plan& pl)
       : u(pl.ur_w), s(pl.axes[2].stride), pad(pl.axes[2].pad_begin), in_w(pl.axes[2].in), out_w(pl.axes[2].out),
-        parts(pl.x_split) {
+        parts(pl.x_split), images(pl.block_over_batch) {
     detail::col_x_tiles(pl, first, end);
   }
-  int64_t tile_in() const { return kLanes * u; }  // input pixels per tile
+  int64_t along_x() const { return images ? 1 : u; }  // x vectors per tile
+  int64_t tile_in() const { return kLanes * along_x(); }  // input pixels per tile
+  int64_t x_vector(int64_t t, int64_t v) const { return t * along_x() + (images ? 0 : v); }
   // Real lanes [0, n) of input vector v of tile t.
   int in_lanes(int64_t t, int64_t v) const {
-    return static_cast<int>(std::clamp<int64_t>(in_w - (t * u + v) * kLanes, 0, kLanes));
+    return static_cast<int>(std::clamp<int64_t>(in_w - x_vector(t, v) * kLanes, 0, kLanes));
   }
   // Output x of lane 0 of output vector m of input vector v of tile t.
-  int64_t out_x(int64_t t, int64_t v, int64_t m) const { return (t * u + v) * kLanes * s + m * kLanes - pad; }
+  int64_t out_x(int64_t t, int64_t v, int64_t m) const { return x_vector(t, v) * kLanes * s + m * kLanes - pad; }
   uint32_t out_bits(int64_t t, int64_t v, int64_t m) const {
     uint32_t bits = 0;
     for (int l = 0; l < kLanes; ++l) {
@@ -133,10 +137,18 @@ class ColXGenerator : public Generator {
   int64_t in_w() const { return pl_.axes[2].in; }
   int64_t out_w() const { return pl_.axes[2].out; }
   int64_t eb() const { return pl_.elem_bytes(); }
-  int64_t tile_in() const { return int64_t{kLanes} * u_n(); }  // input pixels per tile
-  int64_t tile_out() const { return tile_in() * s(); }        // output q per tile
+  int64_t tile_in() const { return map_.tile_in(); }  // input pixels per tile (per image)
+  int64_t tile_out() const { return tile_in() * s(); }  // output q per tile
+  bool images() const { return pl_.block_over_batch; }
+  // Element offsets of input vector u and of output vector (u, m) of channel c, from the tile's start.
+  int64_t src_at(int u) const { return images() ? u * pl_.src_n : u * kLanes; }
+  int64_t dst_at(int c, int u, int64_t m) const {
+    return c * pl_.dst_c + (images() ? u * pl_.dst_n + m * kLanes : (u * s() + m) * kLanes);
+  }
   int columns() const { return static_cast<int>(cb_ * kx_n()); }
-  int frame() const { return kPrevSlot + 64 * static_cast<int>(pl_.oc_vectors * kx_n()); }
+  // The previous x vector's sums per (channel, kernel x): of the tile's last vector, or of each image.
+  int prev_vectors() const { return images() ? u_n() : 1; }
+  int frame() const { return kPrevSlot + 64 * static_cast<int>(pl_.oc_vectors * kx_n() * prev_vectors()); }
 
   Zmm acc_in(int set, int c, int64_t kx, int u) const {
     return Zmm(static_cast<int>(((set * cb_ + c) * kx_n() + kx) * u_n() + u));
@@ -146,7 +158,9 @@ class ColXGenerator : public Generator {
   bool pairs() const { return pl_.ic_pairs; }
   Zmm pair_index() const { return Zmm(31); }  // (bf16 pairs: at most 3 input vectors)
   Zmm temp(int i) const { return Zmm(28 + i); }  // after the reduction
-  Address prev(int c, int64_t kx) const { return ptr[rsp + kPrevSlot + 64 * (c * kx_n() + kx)]; }
+  Address prev(int c, int64_t kx, int u = 0) const {
+    return ptr[rsp + kPrevSlot + 64 * ((c * kx_n() + kx) * prev_vectors() + u)];
+  }
 
   int in_lanes(int64_t t, int u) const { return map_.in_lanes(t, u); }
   int64_t out_x(int64_t t, int u, int64_t m) const { return map_.out_x(t, u, m); }
@@ -183,7 +197,8 @@ void ColXGenerator::emit_function(int channels, int part) {
   if (ps.empty() || !ps.front().warm) {
     vxorps(temp(0), temp(0), temp(0));
     for (int c = 0; c < cb_; ++c)
-      for (int64_t kx = 0; kx < kx_n(); ++kx) vmovups(prev(c, kx), temp(0));
+      for (int64_t kx = 0; kx < kx_n(); ++kx)
+        for (int u = 0; u < prev_vectors(); ++u) vmovups(prev(c, kx, u), temp(0));
   }
   for (const Piece& pc : ps) {
     mov(r_xs, r_src);
@@ -222,7 +237,9 @@ void ColXGenerator::emit_tile(int64_t t, bool warm) {
   if (in_lanes(t, 0) > 0) emit_reduction(t);
   if (!warm) emit_output(t);
   for (int c = 0; c < cb_; ++c)
-    for (int64_t kx = 0; kx < kx_n(); ++kx) vmovups(prev(c, kx), acc(c, kx, u_n() - 1));
+    for (int64_t kx = 0; kx < kx_n(); ++kx)
+      for (int u = 0; u < prev_vectors(); ++u)
+        vmovups(prev(c, kx, u), acc(c, kx, images() ? u : u_n() - 1));
 }
 
 // Every input channel, ic_unroll of them per step each into its own accumulator set; the step count lives
@@ -313,19 +330,20 @@ void ColXGenerator::emit_tap(int64_t t, int set, bool single, const Reg64& src, 
   // convtasnet_decoder at 1.2-2.4 ms in `deconvjit bench --vs onednn`, whose other variants evict
   // the source between batches; two tiles: 0.75-0.81, four or eight no better.)
   const int64_t ahead = 2 * tile_in() * eb();
-  for (int64_t at = 0; at < tile_in() * eb(); at += 64) {
-    prefetcht0(ptr[src + ahead + at]);
-    if (pairs() && !single) prefetcht0(ptr[src + pl_.src_c * eb() + ahead + at]);
-  }
+  for (int v = 0; v < (images() ? u_n() : 1); ++v)
+    for (int64_t at = 0; at < tile_in() * eb(); at += 64) {
+      prefetcht0(ptr[src + src_at(v) * eb() + ahead + at]);
+      if (pairs() && !single) prefetcht0(ptr[src + (src_at(v) + pl_.src_c) * eb() + ahead + at]);
+    }
   for (int u = 0; u < u_n(); ++u) {
     const int n = in_lanes(t, u);
     if (n == 0) continue;
-    const Address a = ptr[src + u * kLanes * eb()];
+    const Address a = ptr[src + src_at(u) * eb()];
     if (pairs()) {
       // The pair's rows as words 0-15 and 16-31 (the second loaded from 32 bytes before its row
       // under the high mask, so only its own words are read), then interleaved into dword lanes.
       vmovdqu16(in(u) | Opmask(1 + u) | T_z, a);
-      if (!single) vmovdqu16(in(u) | Opmask(4 + u), ptr[src + (pl_.src_c + u * kLanes) * eb() - 32]);
+      if (!single) vmovdqu16(in(u) | Opmask(4 + u), ptr[src + (pl_.src_c + src_at(u)) * eb() - 32]);
       vpermw(in(u), pair_index(), in(u));
     } else if (n == kLanes)
       io16() ? load_io(in(u), a) : vmovups(in(u), a);
@@ -369,16 +387,16 @@ void ColXGenerator::emit_output(int64_t t) {
             const Zmm dst = first ? out : perm;
             vmovups(dst, ptr[rip + l_index_ + 64 * (m * d_n() + kx / s())]);
             const Xmm masked = s() > 1 ? Xmm(dst | k5 | T_z) : Xmm(dst);
-            if (u > 0)
+            if (u > 0 && !images())
               vpermi2ps(masked, acc(c, kx, u), acc(c, kx, u - 1));
             else
-              vpermi2ps(masked, acc(c, kx, u), prev(c, kx));
+              vpermi2ps(masked, acc(c, kx, u), prev(c, kx, images() ? u : 0));
             if (!first) vaddps(out, out, perm);
             first = false;
           }
         }
         if (first) vxorps(out, out, out);
-        const Address a = ptr[r_xd + (c * pl_.dst_c + (u * s() + m) * kLanes) * eb()];
+        const Address a = ptr[r_xd + dst_at(c, u, m) * eb()];
         const bool whole = bits == 0xffffu;
         if (!whole) set_mask(k7, bits);
         const int lo = __builtin_ctz(bits), hi = 32 - __builtin_clz(bits);

@@ -292,9 +292,10 @@ void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* ds
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const int64_t rows = a[0].out * a[1].out, parts = pl.x_split, full = pl.has_tail() ? pl.oc_blocks - 1 : pl.oc_blocks;
+  const int64_t images = pl.block_over_batch ? pl.ur_w : 1;  // per call (the same row of each)
   const int64_t block_floats = ic_steps(pl) * pl.main.wei_ic_step;
   auto task = [&](int64_t t) {
-    const int64_t part = t % parts, row = t / parts % rows, n = t / parts / rows;
+    const int64_t part = t % parts, row = t / parts % rows, n = t / parts / rows * images;
     const AxisTaps& tz = k.schedule.z[row / a[1].out];
     const AxisTaps& ty = k.schedule.y[row % a[1].out];
     jit::KernelArgs args{};
@@ -314,7 +315,7 @@ void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* ds
     args.nblocks = 1;
     k.fns[1][part](&args);
   };
-  for_rows(pl.batch * rows * parts, pl.parallel, task);
+  for_rows(pl.batch / images * rows * parts, pl.parallel, task);
 }
 
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.

@@ -198,6 +198,8 @@ bool col_x_applies(const Problem& p, Isa isa);
 bool col_x_preferred(const Problem& p, Isa isa);
 void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h);
 void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end);
+// Input vectors along x in one col_x tile: ur_w, or one when the tile's vectors are images.
+inline int col_x_tile_vectors(const Plan& pl) { return pl.block_over_batch ? 1 : pl.ur_w; }
 
 // col (runtime/col.cpp): whether the default heuristic takes it, and the inner GEMM's descriptor: N
 // images of prod(in) pixels, C_IN -> taps * C_OUT channels (channel t * C_OUT + co), kernel 1, NXC.

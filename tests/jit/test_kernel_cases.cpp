@@ -214,6 +214,21 @@ TEST_P(KernelCases, ColX) {
     EXPECT_EQ(plan_of(t).at("algorithm"), "col_x");
   }
   if (isa() != Isa::avx512_core) return;
+  // Tiles across images (batch_block) for rows of one vector: 2 and 4 images per tile on a ragged 11-pixel
+  // row under pads, and a row of two tiles (the kernel reaches past a 16-pixel row) cut into two parts.
+  for (int images : {2, 4}) {
+    if (images == 4 && dtype() == DType::bf16) continue;  // (bf16 channel pairs hold at most 3 vectors)
+    TuningHints h;
+    h.algorithm = "col_x", h.batch_block = 1, h.ur_w = images, h.oc_vectors = 1;
+    SCOPED_TRACE("images per tile " + std::to_string(images));
+    DeconvTester t = T().batch(4).channels(9, 2).input({3, 11}).kernel({3, 5}).stride({2, 2}).pads({1, 1}, {1, 2})
+                         .hints(h);
+    t.Test();
+    EXPECT_TRUE(plan_of(t).at("block_over_batch").get<bool>());
+  }
+  TuningHints two;
+  two.algorithm = "col_x", two.batch_block = 1, two.ur_w = 2, two.x_split = 2;
+  T().batch(4).channels(5, 1).input({2, 16}).kernel({2, 13}).stride({1, 1}).pads({0, 2}, {1, 0}).hints(two).Test();
   // An output far wider than the input reaches (output_shape): the tiles past the input share their masks
   // and run as one loop, so the code stays small and every such output is zero.
   {

@@ -328,6 +328,8 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
     h.ur_w = uniform(rng, 0, 4);
     h.ic_unroll = uniform(rng, 0, 2);
     h.x_split = uniform(rng, 0, 3);
+    // Tiles across images where rows are one vector (the images per tile left to the planner).
+    if (p.in.back() <= 16 && p.batch > 1 && uniform(rng, 0, 1)) h.batch_block = 1, h.ur_w = 0;
   }
   return h;
 }
