@@ -117,6 +117,18 @@ TEST(PlanSpace, TheDefaultPlanIsACandidate) {
   }
 }
 
+// col_x's tiles across images (batch_block) reach the space with 2 and 4 images per tile on one-vector
+// rows, so the tuner can weigh them (they are off by default).
+TEST(PlanSpace, ColXTilesAcrossImagesAreCandidates) {
+  const Descriptor d = DeconvTester().batch(8).channels(16, 1).input({6, 14}).kernel({5, 5}).stride({2, 2})
+                           .pads({1, 1}, {2, 2}).descriptor();
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "col_x needs AVX-512, which this CPU lacks";
+  std::set<int> images;
+  for (const PlanCandidate& c : enumerate_plans(resolve(d), Isa::avx512_core, 2))
+    if (c.hints.algorithm == "col_x" && c.hints.batch_block == 1) images.insert(c.hints.ur_w);
+  EXPECT_TRUE(images.count(2) && images.count(4)) << "images per tile in the space: " << images.size();
+}
+
 TEST(TuningHints, JsonRoundTripAndErrorsNameTheField) {
   TuningHints h;
   EXPECT_TRUE(h.empty());
