@@ -41,14 +41,6 @@ Axis make_axis(const Problem& p, int i) {
   return a;
 }
 
-// With dilation 1, K a multiple of s and pads and output aligned to s, every x phase has the same K/s
-// taps at the same input offsets: the s phases of an output chunk fold into the channel dimension
-// (s*C_OUT contiguous floats in NXC), and x becomes a dense stride-1 correlation. K == s is a plain GEMM.
-bool gemm_applies(const Problem& p, const Axis& x) {
-  return p.groups == 1 && x.dilation == 1 && x.kernel % x.stride == 0 && (x.stride > 1 || x.kernel == 1) &&
-         x.pad_begin % x.stride == 0 && x.out % x.stride == 0;
-}
-
 void fold_x_phases(Plan& pl) {
   Axis& x = pl.axes[2];
   pl.fold_stride = x.stride;
@@ -58,159 +50,6 @@ void fold_x_phases(Plan& pl) {
   x.kernel /= x.stride;
   x.pad_begin /= x.stride;
   x.stride = x.tap_k_step = x.tap_i_step = 1;
-}
-
-// A horizontal sum per output pays off when few output channels would leave vector lanes empty and
-// the input channels fill them.
-bool dot_applies(const Problem& p) {
-  return p.c_out_per_group() <= kDotMaxOc && p.c_in_per_group() >= 8;
-}
-
-// One channel in and out per group. G=1 with one channel each way (a 1->1 upsampler) is the same
-// computation; the default takes it to a depthwise family only on NCX data (one_channel_native).
-bool depthwise_applies(const Problem& p) {
-  return p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
-}
-
-// Scatter stores address a whole vector of channels with 32-bit lane offsets and displacements.
-bool ncx_in_kernel_fits(const Problem& p, Isa isa) {
-  int64_t out_sp = 1;
-  for (int64_t o : p.out) out_sp *= o;
-  return isa == Isa::avx512_core && out_sp * 16 * 4 * 8 < (int64_t{1} << 31);
-}
-
-// gemm writes runs of Kx*C_OUT floats per input pixel: only NXC-shaped destinations have them.
-Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, const TuningHints& h) {
-  const bool gemm_ok =
-      gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
-  if (!h.algorithm.empty()) {
-    check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
-                   h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x" ||
-                   h.algorithm == "col" || h.algorithm == "dot_x" || h.algorithm == "col_x",
-               "algorithm '" + h.algorithm + "' is not available (direct, gemm, depthwise, dot, "
-               "depthwise_x, gemm_x, col, dot_x, col_x)");
-    // The NCX-native families: choose_layout decides whether they apply.
-    if (h.algorithm == "depthwise_x") return Algorithm::depthwise;
-    if (h.algorithm == "gemm_x") return Algorithm::gemm;
-    if (h.algorithm == "col_x") return Algorithm::direct;  // (choose_layout)
-    check_hint((h.algorithm != "dot" && h.algorithm != "dot_x") || p.c_out_per_group() <= kDotMaxOc,
-               "algorithm " + h.algorithm + " needs at most " + std::to_string(kDotMaxOc) +
-                   " output channels per group");
-    if (h.algorithm == "dot" || h.algorithm == "dot_x") return Algorithm::dot;  // (dot_x: choose_layout)
-    check_hint(h.algorithm != "gemm" || gemm_ok,
-               "algorithm gemm needs G=1, dilation 1 on x, kernel, pads_begin and output size on x "
-               "multiples of the stride, and NXC-shaped output");
-    check_hint(h.algorithm != "depthwise" || depthwise_applies(p),
-               "algorithm depthwise needs one input and one output channel per group");
-    return h.algorithm == "gemm" ? Algorithm::gemm
-           : h.algorithm == "depthwise" ? Algorithm::depthwise : Algorithm::direct;
-  }
-  if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
-  if (dot_applies(p)) return Algorithm::dot;
-  return gemm_ok ? Algorithm::gemm : Algorithm::direct;
-}
-
-
-// gemm's folded channels (x stride x C_OUT) fill vectors at least a third again better than C_OUT does.
-// (21 channels: 66% of two vectors, folded by stride 2 95%, by 8 100%: tuned at the default budget, gemm
-// through copies gained 1.16-1.28x on fcn8s_upscore2/upscore8/voc_upscore_pool4, below the 1.5 first set.)
-bool folding_fills_lanes(const Problem& p, int lanes) {
-  const int64_t oc = p.c_out_per_group();
-  return lane_use(p.stride.back() * oc, lanes) >= 1.3 * lane_use(oc, lanes);
-}
-
-// The defaults that move a layer to another family than its NXC one (dot -> dot_x or gemm_x, a 1->1 layer
-// -> depthwise_x) take only hints every family honours; any other hint keeps the NXC family, which
-// honoured it before these defaults existed.
-bool family_neutral(const TuningHints& h) {
-  TuningHints rest = h;
-  rest.parallel = -1;
-  return rest.empty();
-}
-
-// dot_x, asked for or by default: NCX data the dot family would otherwise copy to NXC first.
-bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
-  if (h.algorithm == "dot_x") {
-    check_hint(h.layout.empty(), "algorithm dot_x reads and writes NCX itself (no layout hint)");
-    return dot_x_applies(p, isa);
-  }
-  return family_neutral(h) && dot_x_preferred(p, isa);
-}
-
-// `family` is the algorithm as chosen for NXC data: the dot and depthwise families fix how NCX data flows.
-// For ncx_native, `native` receives the family that reads and writes NCX itself (decided here, once).
-LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native) {
-  if (p.data_format == DataFormat::NXC) {
-    check_hint(h.layout.empty(), "layout applies to NCX data only");
-    check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x" &&
-                   h.algorithm != "col_x",
-               "algorithms depthwise_x, gemm_x, dot_x and col_x are for NCX data");
-    return LayoutPath::nxc;
-  }
-  const bool by_default = h.algorithm.empty() && h.layout.empty();
-  // gemm_x reads NCX in place where dot first copies the whole source to NXC (dbnet_head_up2, 64 -> 1
-  // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
-  const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa) &&
-                           (family != Algorithm::dot || family_neutral(h));
-  if (h.algorithm == "col_x" || (family != Algorithm::depthwise && family_neutral(h) && col_x_preferred(p, isa))) {
-    check_hint(h.layout.empty(), "algorithm col_x reads and writes NCX itself (no layout hint)");
-    check_hint(col_x_applies(p, isa), "algorithm col_x needs AVX-512, NCX data, G=1, x dilation 1, an x "
-                                      "stride dividing 16, x pads_begin >= 0, a kernel x below 16 "
-                                      "strides and at most 28, and output planes under 19 million elements");
-    native = Algorithm::col_x;
-    return LayoutPath::ncx_native;
-  }
-  if (family != Algorithm::depthwise && dot_x_chosen(p, isa, h)) {
-    native = Algorithm::dot_x;
-    return LayoutPath::ncx_native;
-  }
-  check_hint(h.algorithm != "dot_x", "algorithm dot_x needs NCX data, G=1, at most 4 output channels, "
-                                     "x dilation 1 and an x stride dividing the vector lanes");
-  if (family == Algorithm::dot && !native_gemm) {
-    check_hint(h.layout.empty() || h.layout == "src_copy", "the dot family writes NCX directly "
-                                                           "(layout src_copy)");
-    return LayoutPath::ncx_src_copy;
-  }
-  check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
-  if (family == Algorithm::depthwise && (by_default || h.algorithm == "depthwise_x") &&
-      depthwise_x_applies(p, isa)) {
-    check_hint(h.layout.empty(), "algorithm depthwise_x reads and writes NCX itself (no layout hint)");
-    native = Algorithm::depthwise_x;
-    return LayoutPath::ncx_native;
-  }
-  if (native_gemm || (h.algorithm == "gemm_x" && gemm_x_applies(p, isa))) {
-    check_hint(h.layout.empty(), "algorithm gemm_x reads and writes NCX itself (no layout hint)");
-    native = Algorithm::gemm_x;
-    return LayoutPath::ncx_native;
-  }
-  check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, G=1, kernel == stride "
-                                      "on every axis with no pads, dilation or output padding, and "
-                                      "stride 2 on x");
-  check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "
-                                           "group, x dilation 1 and an x stride dividing the vector "
-                                           "lanes");
-  // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
-  // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256).
-  if (h.layout.empty() && family == Algorithm::depthwise) return LayoutPath::ncx_via_scratch;
-  // gemm needs an NXC-shaped output, so on NCX data it runs through whole-tensor copies. They pay when the
-  // layer has too few channels to fill vectors and gemm's folded channels (stride x C_OUT) do: the row
-  // families would leave most lanes empty (tuned on the corpus, 2 threads: hed_dsn5_up C_OUT 1 s16
-  // 0.345 -> 0.140 ms, fcn16s_voc_upscore16 C_OUT 21 s16 6.42 -> 4.57 ms, hed_dsn2_up C_OUT 1 s2 1.37x).
-  // Likewise at strides of 32 and more, whatever the lanes: a row family's phase runs are then a few pixels
-  // each, while gemm gives each input pixel one run of s x C_OUT outputs (tuned at the default budget,
-  // gemm through copies: waveglow_upsample, stride 256, 2.25x; waveglow_upsample_b12 1.86x;
-  // fcn32s_nyud_upscore, stride 32, 1.87x).
-  if (by_default && family == Algorithm::gemm &&
-      (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32))
-    return LayoutPath::ncx_via_scratch;
-  if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
-  if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
-  check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
-                                      "in_kernel, scratch)");
-  check_hint(p.dtype == DType::f32, "layout in_kernel stores with f32 scatters: f32 data only");
-  check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
-             "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");
-  return LayoutPath::ncx_in_kernel;
 }
 
 // Register budget: accumulators ur_w*nv, nv weight vectors, broadcast registers.
@@ -548,14 +387,6 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
   check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x "
                                               "family, AVX-512 and a CPU with avx512_bf16");
-}
-
-// A 1->1 layer without groups (HED's side outputs, LapSRN's image branch) on NCX data: depthwise_x fills
-// vectors along x where the channel-vector families leave 15 of 16 lanes empty (2 threads, ms:
-// hed_dsn2_up 0.266 -> 0.027, hed_dsn5_up 0.154 -> 0.028). Not on NXC data, where gemm's folded phases
-// fill lanes (hed_dsn2_up 0.090 against 0.274 for depthwise), nor without depthwise_x (AVX2 at stride 16).
-bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h) {
-  return p.groups == 1 && depthwise_applies(p) && family_neutral(h) && depthwise_x_applies(p, isa);
 }
 
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel). Little

@@ -154,6 +154,13 @@ struct Plan {
   }
 };
 
+// The route (runtime/plan_route.cpp): the family as chosen for NXC data (`layout` is the route so far),
+// then how NCX data reaches it; for ncx_native, `native` receives the family that reads and writes NCX
+// itself. one_channel_native: a 1->1 layer without groups taken to the depthwise families.
+Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, const TuningHints& h);
+LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native);
+bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h);
+
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
 // Every choice of a finished plan as hints that make it again (runtime/plan_print.cpp).
