@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""Times the default plan against a forced family on every suite layer the family applies to.
+
+Each layer is re-expressed in the given layout and type, compiled twice (default, and with the hints),
+and both kernels are timed three times, interleaved; the best of each is kept. Layers where the hints are
+refused, or where the default already is that plan, are skipped. One JSON object per layer (the record
+docs/data/colx_sweep_*.jsonl hold), and a line per layer on stderr.
+
+    PYTHONPATH=build/python DECONVJIT_TUNING_DB= /usr/bin/python3 tools/scripts/family_sweep.py \\
+        --hints '{"algorithm":"col_x"}' --layout NCX --dtype f32 > sweep.jsonl
+"""
+import argparse
+import json
+import sys
+
+import deconvjit as d
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hints", required=True, help="tuning hints as JSON")
+    ap.add_argument("--suite", action="append", help="JSON Lines suites (default: corpus and realworld)")
+    ap.add_argument("--layout", default="NCX", choices=["NCX", "NXC"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-cout", type=int, default=0, help="skip layers with more output channels (0: none)")
+    a = ap.parse_args()
+    hints = json.loads(a.hints)
+    suites = a.suite or ["tools/suites/corpus.jsonl", "tools/suites/realworld.jsonl"]
+    for path in suites:
+        for line in open(path):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            name = r.pop("name")
+            if a.max_cout and r["weights"][1] > a.max_cout:
+                continue
+            r["dtype"] = a.dtype
+            if a.layout != r.get("data_format", "NCX"):  # suites hold NCX shapes: move C last for NXC
+                s = r["src"]
+                r["src"] = [s[0]] + s[2:] + [s[1]]
+            r["data_format"] = a.layout
+            try:
+                forced = d.compile(json.dumps(r), hints=hints)
+            except Exception:
+                continue
+            default = d.compile(json.dumps(r))
+            if default.name == forced.name:
+                continue
+            best_default = best_forced = float("inf")
+            for _ in range(3):
+                best_default = min(best_default, d.time(default, threads=a.threads, min_time=0.1))
+                best_forced = min(best_forced, d.time(forced, threads=a.threads, min_time=0.1))
+            rec = dict(name=name, cout=r["weights"][1], cin=r["weights"][0], k=r["weights"][2:],
+                       s=r.get("strides"), src=r["src"], default=default.name, colx=forced.name,
+                       d_ms=best_default, c_ms=best_forced, ratio=best_default / best_forced)
+            print(json.dumps(rec), flush=True)
+            print(f"{name:28s} {rec['ratio']:.2f}  {default.name}  {forced.name}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    main()
