@@ -30,6 +30,13 @@ struct UserWeights {
 
 namespace {
 
+// Two bf16 channels in one 32-bit slot, as vdpbf16ps pairs them: `lo` (channel ic) in the low half, `hi`
+// (ic + 1, zero when missing) in the high half. The values came from bf16, so their upper halves are exact.
+void store_bf16_pair(float*& dst, float lo, float hi) {
+  const uint32_t pair = float_to_bits(lo) >> 16 | (float_to_bits(hi) & 0xffff0000u);
+  std::memcpy(dst++, &pair, sizeof pair);
+}
+
 // dot: [group][kz][ky][kx][oc][ic padded to whole vectors].
 // With ic_pairs each 32-bit slot holds two bf16 channels, in the order of the source.
 void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
@@ -44,8 +51,7 @@ void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
           *dst++ = w(oc, s);
           continue;
         }
-        const uint32_t pair = float_to_bits(w(oc, 2 * s)) >> 16 | (float_to_bits(w(oc, 2 * s + 1)) & 0xffff0000u);
-        std::memcpy(dst++, &pair, sizeof pair);
+        store_bf16_pair(dst, w(oc, 2 * s), w(oc, 2 * s + 1));
       }
   });
 }
@@ -100,9 +106,7 @@ void pack_col_x(const Plan& pl, const UserWeights& uw, const std::array<int64_t,
               *dst++ = uw.at(0, ic, oc, k);
               continue;
             }
-            const float hi = ic + 1 < pl.ic_per_group ? uw.at(0, ic + 1, oc, k) : 0.f;
-            const uint32_t pair = float_to_bits(uw.at(0, ic, oc, k)) >> 16 | (float_to_bits(hi) & 0xffff0000u);
-            std::memcpy(dst++, &pair, sizeof pair);
+            store_bf16_pair(dst, uw.at(0, ic, oc, k), ic + 1 < pl.ic_per_group ? uw.at(0, ic + 1, oc, k) : 0.f);
           }
   });
 }
@@ -154,10 +158,7 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
                 *dst++ = weight(ic);
                 continue;
               }
-              // (ic, ic + 1) as bf16 in the low and high half, as vdpbf16ps pairs them (the values
-              // came from bf16, so taking the upper halves is exact; a missing ic + 1 is zero).
-              const uint32_t pair = float_to_bits(weight(ic)) >> 16 | (float_to_bits(weight(ic + 1)) & 0xffff0000u);
-              std::memcpy(dst++, &pair, sizeof pair);
+              store_bf16_pair(dst, weight(ic), weight(ic + 1));
             }
           }
   });
