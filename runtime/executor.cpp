@@ -285,8 +285,8 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   for_rows(pl.batch * oc_tiles * planes * row_tiles, pl.parallel, task);
 }
 
-// col_x: a task is one part of one output row of one image, for every channel block (their source is
-// the same tile of input rows, read again from cache).
+// col_x: a task is one part of one output row of one image (with batch_block, of ur_w images), for every
+// channel block (their source is the same tile of input rows, read again from cache).
 template <typename T>
 void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
