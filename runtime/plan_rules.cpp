@@ -12,7 +12,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_algorithm: one channel per group (G>1) -> depthwise; at most 4 output channels per group and at "
        "least 8 input channels -> dot; kernel a multiple of the stride on x without x pads and an "
        "NXC-shaped output -> gemm; else direct. col_preferred (f32, G=1, at least half of col's products "
-       "used): at most 96 input pixels and at least 16 MB of weights, or more than 4 output channels that "
+       "used): at most 128 input pixels and at least 16 MB of weights, or more than 4 output channels that "
        "fill vectors half again better as taps x channels, over at least 256 input channels -> col. NCX: "
        "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source); dot_x "
        "instead of dot for rows of 64+ pixels and kernels of at most 16 taps (dot_x_preferred; on CPUs "

@@ -163,6 +163,22 @@ TEST(PlanHeuristic, TinyCroppedInputsTakeNeitherColNorHalo) {
   EXPECT_TRUE(detail::col_preferred(sbl));
 }
 
+// Weights past 16 MB: col up to 128 input pixels (sbl_r50_384_deconv1, 12x9 = 108, measured 1.27x), the
+// row families from there on (flownets_deconv4, 12x16 = 192, where col measured 0.93x).
+TEST(PlanHeuristic, ColForBigWeightsOverFewPixels) {
+  auto layer = [](int h, int w, int c_in) {
+    return resolve(descriptor_from_json(R"({"src":[1,)" + std::to_string(c_in) + "," + std::to_string(h) + "," +
+                                        std::to_string(w) +
+                                        R"(],"weights":[)" + std::to_string(c_in) +
+                                        R"(,256,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})"));
+  };
+  EXPECT_TRUE(detail::col_preferred(layer(12, 9, 2048)));
+  EXPECT_TRUE(detail::col_preferred(layer(16, 8, 2048)));   // 128 pixels
+  EXPECT_FALSE(detail::col_preferred(layer(17, 8, 2048)));  // 136
+  EXPECT_FALSE(detail::col_preferred(layer(12, 16, 1026)));
+  EXPECT_FALSE(detail::col_preferred(layer(12, 9, 512)));   // 8 MB of weights
+}
+
 TEST(PlanHints, HonouredOrRejected) {
   std::mt19937 rng(99);
   int accepted = 0, rejected = 0;
