@@ -262,6 +262,20 @@ class DirectGenerator : public RowKernelGenerator {
     if (pl_.dst_c != 1) return emit_scatter_store();
     if (pl_.bf16_even_odd) return emit_even_odd_store();
     if (io16()) return emit_typed_store();
+    if (!pl_.nt_stores) return emit_f32_store(false);
+    // Non-temporal stores fault on a misaligned address. The plan keeps a block's vectors a whole number of
+    // vectors apart, so the block's first address decides for all of them.
+    Label l_plain, l_done;
+    test(r_dst, static_cast<uint32_t>(vbytes() - 1));
+    jnz(l_plain, T_NEAR);
+    emit_f32_store(true);
+    jmp(l_done, T_NEAR);
+    L(l_plain);
+    emit_f32_store(false);
+    L(l_done);
+  }
+
+  void emit_f32_store(bool nt) {
     const bool masked = bk_->mask_lanes != 0;
     if (masked && !zmm()) vmovups(wvec(0), ptr[rip + l_mask_]);
     mov(r_sx, r_dst);
@@ -273,6 +287,8 @@ class DirectGenerator : public RowKernelGenerator {
             vmovups(a | k1, Zmm(acc(p, v).getIdx()));
           else
             vmaskmovps(a, Ymm(wvec(0).getIdx()), Ymm(acc(p, v).getIdx()));
+        } else if (nt) {
+          vmovntps(a, acc(p, v));
         } else {
           vmovups(a, acc(p, v));
         }

@@ -66,6 +66,10 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   if (pl.layout == LayoutPath::ncx_row_buffer) e.extra_bytes += dst_bytes;
   if (pl.layout == LayoutPath::ncx_in_kernel) e.efficiency *= 0.7;  // strided broadcasts, scatter stores
   e.extra_bytes += 2 * dst_bytes * static_cast<double>(pl.ic_blocks - 1);
+  // Plain stores read each line of an output the caches cannot keep before writing it (write-allocate);
+  // non-temporal ones do not, but pay for it where the output would have stayed cached.
+  if (dst_bytes >= (16 << 20)) e.extra_bytes += pl.nt_stores ? 0.0 : dst_bytes;
+  else if (pl.nt_stores) e.extra_bytes += dst_bytes;
   return e;
 }
 

@@ -3,6 +3,7 @@
 // bitwise identical whatever the thread count.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -198,12 +199,16 @@ void run_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst
   const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
                         static_cast<int64_t>(k.schedule.parts.size());
   for (int64_t pass = 0; pass < pl.ic_blocks; ++pass) {
+    // Non-temporal stores (Plan::nt_stores) are weakly ordered: each thread fences its own before it
+    // reports its range done. Once per range, not per call: a fence waits for the stores to drain.
     if (!pl.parallel) {
       for (int64_t t = 0; t < tasks; ++t) run_task(k, geo, t, pass, src, packed, dst);
+      if (pl.nt_stores) _mm_sfence();
       continue;
     }
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks), [&](const tbb::blocked_range<int64_t>& r) {
       for (int64_t t = r.begin(); t != r.end(); ++t) run_task(k, geo, t, pass, src, packed, dst);
+      if (pl.nt_stores) _mm_sfence();
     });
   }
 }

@@ -23,14 +23,15 @@ constexpr TextField kText[] = {{"algorithm", &TuningHints::algorithm}, {"layout"
 constexpr IntField kInts[] = {
     {"batch_block", &TuningHints::batch_block, -1, true}, {"channels_per_call", &TuningHints::channels_per_call, 0},
     {"flat_plane", &TuningHints::flat_plane, -1, true},   {"ic_block", &TuningHints::ic_block, 0},
-    {"ic_pairs", &TuningHints::ic_pairs, -1, true}, {"ic_unroll", &TuningHints::ic_unroll, 0},      {"oc_chunk", &TuningHints::oc_chunk, 0},
+    {"ic_pairs", &TuningHints::ic_pairs, -1, true}, {"ic_unroll", &TuningHints::ic_unroll, 0},
+    {"nt_stores", &TuningHints::nt_stores, -1, true},      {"oc_chunk", &TuningHints::oc_chunk, 0},
     {"oc_loop", &TuningHints::oc_loop, 0},          {"oc_vectors", &TuningHints::oc_vectors, 0},
     {"parallel", &TuningHints::parallel, -1, true},       {"row_chunk", &TuningHints::row_chunk, 0},
     {"rows_per_block", &TuningHints::rows_per_block, 0}, {"ur_w", &TuningHints::ur_w, 0},
     {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};
 
 // A new field must join the tables above; this tripwire makes sure of it.
-static_assert(sizeof(TuningHints) == (15 * sizeof(int) + 7) / 8 * 8 + 2 * sizeof(std::string),
+static_assert(sizeof(TuningHints) == (16 * sizeof(int) + 7) / 8 * 8 + 2 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
 
 std::string known_fields() {

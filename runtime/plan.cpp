@@ -173,6 +173,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.bf16_even_odd) os << "_eo";
   if (pl.ic_unroll > 1) os << "_u" << pl.ic_unroll;  // the code differs by its unroll
   if (pl.oc_loop > 1) os << "_ocl";
+  if (pl.nt_stores) os << "_nt";
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }
@@ -397,7 +398,38 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops || bytes >= kSerialBytes;
 }
 
+// A plain store first reads its line into the caches (the write-allocate), so an output the caches cannot
+// keep crosses the memory bus twice; a non-temporal store writes it once. That pays where the stores are
+// a large part of the work: few FLOPs per output byte, on an output of at least 16 MB. Measured with
+// nt_stores 1 against 0 on every suite layer with 4 MB of output or more (NXC, 2 threads; PERFORMANCE.md):
+// - depthwise, 1-3 FLOPs per byte: 1.05-2.08x from 17 MB up (dla34_centernet_dw64_f2_b16 2.08x,
+//   mobilenetv2_bwd_dw96_b16 1.83x), but 0.79-0.82x at 4-10 MB, which the caches keep between calls;
+// - direct at 64-72 FLOPs per byte from 16 MB: 0.98-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
+//   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); at 108 and more, 0.96-1.01x;
+// - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
+//   keeps plain stores unless hinted.
+constexpr int64_t kNtStoreBytes = int64_t{16} << 20;
+constexpr double kNtStoreFlopsPerByte = 96;
+
+void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = nt_stores_possible(pl);
+  check_hint(h.nt_stores != 1 || possible, "nt_stores needs f32 NXC data written by the direct, gemm or "
+                                           "depthwise family in one reduction pass, with output pixels a "
+                                           "whole number of vectors apart");
+  const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
+  const bool wanted = pl.algorithm != Algorithm::gemm && dst_bytes >= kNtStoreBytes &&
+                      p.flops() <= kNtStoreFlopsPerByte * dst_bytes;
+  pl.nt_stores = possible && (h.nt_stores >= 0 ? h.nt_stores == 1 : wanted);
+}
+
 }  // namespace
+
+bool nt_stores_possible(const Plan& pl) {
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                      pl.algorithm == Algorithm::depthwise;
+  return family && pl.layout == LayoutPath::nxc && pl.dtype == DType::f32 && pl.ic_blocks == 1 &&
+         pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
+}
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   Plan pl;
@@ -437,6 +469,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     else
       plan_gemm_x(pl, p, h);
     check_family_hints(pl, h);
+    choose_nt_stores(pl, p, h);
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }

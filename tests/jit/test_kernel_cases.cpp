@@ -251,6 +251,54 @@ TEST_P(KernelCases, ColX) {
       .Test();
 }
 
+// Non-temporal stores (nt_stores) in the families that have them: direct, depthwise and gemm on NXC f32
+// data. With no tail after dst it starts vector-aligned and the stores are non-temporal; one or three
+// elements after it shift it off alignment, where a vmovntps would fault, so the kernel must see that and
+// store as usual. Elsewhere (16-bit data, NCX, channels that leave pixels off the vector grid) the hint is
+// refused by name.
+TEST_P(KernelCases, NonTemporalStores) {
+  TuningHints h;
+  h.nt_stores = 1;
+  const int64_t c = isa() == Isa::avx512_core ? 32 : 24;
+  const std::vector<DeconvTester> cases = {
+      T().layout(DataFormat::NXC).batch(2).channels(8, c).input({5, 7}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {0, 1}),
+      T().layout(DataFormat::NXC).channels(c, c).groups(c).input({6, 9}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}),
+      T().layout(DataFormat::NXC).channels(5, c).input({4, 11}).kernel({2, 2}).stride({2, 2}),
+      T().layout(DataFormat::NXC).rank(1).channels(3, 2 * c).input({40}).kernel({1}).stride({2}).output_padding({1}),
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    DeconvTester t = cases[i];
+    t.hints(h);
+    SCOPED_TRACE("case " + std::to_string(i));
+    if (dtype() != DType::f32) {
+      try {
+        compile(t.descriptor(), t.options());
+        ADD_FAILURE() << "nt_stores accepted for " << to_string(dtype());
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
+        EXPECT_NE(std::string(e.what()).find("nt_stores"), std::string::npos) << e.what();
+      }
+      continue;
+    }
+    EXPECT_TRUE(plan_of(t).at("nt_stores").get<bool>());
+    for (int64_t tail : {0, 1, 3}) {
+      SCOPED_TRACE("elements after dst: " + std::to_string(tail));
+      DeconvTester(t).dst_tail(tail).Test();
+    }
+  }
+  if (dtype() != DType::f32) return;
+  for (DeconvTester t : {T().channels(8, 32).input({5, 7}).kernel({3, 3}).stride({2, 2}),                   // NCX
+                         T().layout(DataFormat::NXC).channels(8, 20).input({5, 7}).kernel({3, 3}).stride({2, 2})}) {
+    t.hints(h);
+    try {
+      compile(t.descriptor(), t.options());
+      ADD_FAILURE() << "nt_stores accepted for " << to_json(t.descriptor());
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nt_stores"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
   for (int64_t c_in : {1, 7, 37, 64})
     for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();

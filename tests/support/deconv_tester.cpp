@@ -183,7 +183,7 @@ void DeconvTester::Test() const {
   // Every operand ends at an inaccessible page: reading or writing past any of them faults. Before dst,
   // NaN sentinels catch stray writes (its first element cannot also start at a page).
   const GuardedTyped src(ops.src), weights(ops.weights);
-  verify::TypedData sentinel(p.dtype, p.dst_elements() + kGuard);
+  verify::TypedData sentinel(p.dtype, p.dst_elements() + kGuard + dst_tail_);
   for (int64_t e = 0; e < sentinel.count; ++e) sentinel.set(e, std::numeric_limits<double>::quiet_NaN());
   GuardedTyped got(sentinel);
   const size_t elem = dtype_size(p.dtype);
@@ -197,6 +197,10 @@ void DeconvTester::Test() const {
   for (int64_t g = 0; g < kGuard; ++g) {
     ASSERT_TRUE(std::isnan(detail::load_element(got.bytes.data(), p.dtype, g)))
         << "execute wrote before dst (guard " << g << ") for " << p.canonical;
+  }
+  for (int64_t t = 0; t < dst_tail_; ++t) {
+    ASSERT_TRUE(std::isnan(detail::load_element(got.bytes.data(), p.dtype, kGuard + p.dst_elements() + t)))
+        << "execute wrote past dst (tail element " << t << ") for " << p.canonical;
   }
   std::vector<double> want(static_cast<size_t>(p.dst_elements())), mag(want.size());
   reference_with_bound(p, ops.src.view(), ops.weights.view(), want.data(), mag.data());

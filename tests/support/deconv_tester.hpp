@@ -48,6 +48,9 @@ class DeconvTester {
   DeconvTester& seed(uint64_t s) { seed_ = s; return *this; }
   DeconvTester& hints(TuningHints h) { hints_ = std::move(h); return *this; }
   DeconvTester& use_cache(bool on) { use_cache_ = on; return *this; }
+  // Elements left after dst (NaN sentinels, checked): they shift dst's alignment, as for a caller's tensor
+  // inside a bigger buffer. (With none, dst ends at a page and starts aligned when its bytes allow.)
+  DeconvTester& dst_tail(int64_t n) { dst_tail_ = n; return *this; }
   // Element type of src, weights and dst, and the type sums are kept in. Unset: f32, or what a fixed
   // descriptor says; set: they override a fixed descriptor too.
   DeconvTester& dtype(DType t) { dtype_ = t; return *this; }
@@ -80,6 +83,7 @@ class DeconvTester {
   uint64_t seed_ = 1;
   TuningHints hints_;
   bool use_cache_ = true;
+  int64_t dst_tail_ = 0;
   std::optional<DType> dtype_, accumulation_;
   std::function<void(verify::TypedOperands&)> edit_;
 };

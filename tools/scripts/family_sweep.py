@@ -11,6 +11,7 @@ docs/data/colx_sweep_*.jsonl hold), and a line per layer on stderr.
 """
 import argparse
 import json
+import math
 import sys
 
 import deconvjit as d
@@ -24,8 +25,11 @@ def main():
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-cout", type=int, default=0, help="skip layers with more output channels (0: none)")
+    ap.add_argument("--base", help="hints of the baseline plan (default: the heuristic's plan)")
+    ap.add_argument("--min-dst-mb", type=float, default=0, help="skip layers with a smaller output (MB)")
     a = ap.parse_args()
     hints = json.loads(a.hints)
+    base = json.loads(a.base) if a.base else None
     suites = a.suite or ["tools/suites/corpus.jsonl", "tools/suites/realworld.jsonl"]
     for path in suites:
         for line in open(path):
@@ -42,9 +46,11 @@ def main():
             r["data_format"] = a.layout
             try:
                 forced = d.compile(json.dumps(r), hints=hints)
+                default = d.compile(json.dumps(r), hints=base) if base else d.compile(json.dumps(r))
             except Exception:
                 continue
-            default = d.compile(json.dumps(r))
+            if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
+                continue
             if default.name == forced.name:
                 continue
             best_default = best_forced = float("inf")
