@@ -135,6 +135,7 @@ class DepthwiseXGenerator : public Generator {
   void emit_block(int64_t b, int vectors);
   void emit_tap(int64_t b, int vectors, int64_t j);
   void emit_store(int64_t b, int vectors);
+  void emit_store_as(int64_t b, int vectors, bool nt);
   void set_opmask(const Lanes& l, const Opmask& k);
   // Lanes of x tap j whose kernel x, (l + pad) mod s + s*j, lies inside the kernel.
   uint32_t live_lanes(int64_t j) const {
@@ -328,7 +329,21 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
   }
 }
 
+// With Plan::nt_stores, whole vectors leave by non-temporal stores when this block's dst is aligned (the
+// plan keeps channels a whole number of vectors apart, so its first address decides for all).
 void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
+  if (!pl_.nt_stores) return emit_store_as(b, vectors, false);
+  Label l_plain, l_done;
+  test(r_xd, static_cast<uint32_t>(lanes() * eb() - 1));
+  jnz(l_plain, T_NEAR);
+  emit_store_as(b, vectors, true);
+  jmp(l_done, T_NEAR);
+  L(l_plain);
+  emit_store_as(b, vectors, false);
+  L(l_done);
+}
+
+void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {
   for (int u = 0; u < vectors; ++u) {
     const Lanes l = store_lanes(b, u);
     const bool full = l.hi == lanes();
@@ -341,7 +356,9 @@ void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
           store_io(a, acc(c, u), temp(0), temp(1));
         else
           store_io_lanes(a, acc(c, u), l.lo, l.hi, k1, temp(0), temp(1));
-      } else if (full)
+      } else if (full && nt)
+        vmovntps(a, acc(c, u));
+      else if (full)
         vmovups(a, acc(c, u));
       else if (zmm())
         vmovups(a | k1, Zmm(acc(c, u).getIdx()));

@@ -66,10 +66,6 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   if (pl.layout == LayoutPath::ncx_row_buffer) e.extra_bytes += dst_bytes;
   if (pl.layout == LayoutPath::ncx_in_kernel) e.efficiency *= 0.7;  // strided broadcasts, scatter stores
   e.extra_bytes += 2 * dst_bytes * static_cast<double>(pl.ic_blocks - 1);
-  // Plain stores read each line of an output the caches cannot keep before writing it (write-allocate);
-  // non-temporal ones do not, but pay for it where the output would have stayed cached.
-  if (dst_bytes >= (16 << 20)) e.extra_bytes += pl.nt_stores ? 0.0 : dst_bytes;
-  else if (pl.nt_stores) e.extra_bytes += dst_bytes;
   return e;
 }
 
@@ -145,6 +141,11 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   } else {
     e = rows_family(pl, p);
   }
+  // Plain stores read each line of an output the caches cannot keep before writing it (write-allocate);
+  // non-temporal ones do not, but pay for it where the output would have stayed cached.
+  const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
+  if (dst_bytes >= (24 << 20)) e.extra_bytes += pl.nt_stores ? 0.0 : dst_bytes;
+  else if (pl.nt_stores) e.extra_bytes += dst_bytes;
   const int workers = pl.parallel ? std::max(1, threads) : 1;
   // A thread's share: tasks are dealt out whole, so the busiest thread takes ceil(tasks / workers).
   const double share = static_cast<double>(ceil_div(e.tasks, workers)) / static_cast<double>(e.tasks);

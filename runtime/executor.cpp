@@ -213,14 +213,19 @@ void run_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst
   }
 }
 
-// Calls f(0 .. n-1), on the pool or (small problems) on the calling thread.
+// Calls f(0 .. n-1), on the pool or (small problems) on the calling thread. With `fence` (kernels with
+// Plan::nt_stores), each thread fences its non-temporal stores once per range, before reporting it done.
 template <typename F>
-void for_rows(int64_t n, bool parallel, const F& f) {
+void for_rows(int64_t n, bool parallel, const F& f, bool fence = false) {
   if (!parallel) {
     for (int64_t i = 0; i < n; ++i) f(i);
+    if (fence) _mm_sfence();
     return;
   }
-  tbb::parallel_for(int64_t{0}, n, f);
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t i = r.begin(); i != r.end(); ++i) f(i);
+    if (fence) _mm_sfence();
+  });
 }
 
 // depthwise_x: a task is one output row of one chunk of channels, in NCX as the user gave it. The
@@ -255,7 +260,7 @@ void run_depthwise_x(const CompiledKernel& k, const T* src, const float* packed,
     args.nblocks = channels % cb;
     k.fns[1][0](&args);
   };
-  for_rows(pl.batch * pl.oc_blocks * rows, pl.parallel, task);
+  for_rows(pl.batch * pl.oc_blocks * rows, pl.parallel, task, pl.nt_stores);
 }
 
 // gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of

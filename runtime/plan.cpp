@@ -400,22 +400,25 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 
 // A plain store first reads its line into the caches (the write-allocate), so an output the caches cannot
 // keep crosses the memory bus twice; a non-temporal store writes it once. That pays where the stores are
-// a large part of the work: few FLOPs per output byte, on an output of at least 16 MB. Measured with
+// a large part of the work: few FLOPs per output byte, on an output of at least 24 MB. Measured with
 // nt_stores 1 against 0 on every suite layer with 4 MB of output or more (NXC, 2 threads; PERFORMANCE.md):
-// - depthwise, 1-3 FLOPs per byte: 1.05-2.08x from 17 MB up (dla34_centernet_dw64_f2_b16 2.08x,
-//   mobilenetv2_bwd_dw96_b16 1.83x), but 0.79-0.82x at 4-10 MB, which the caches keep between calls;
-// - direct at 64-72 FLOPs per byte from 16 MB: 0.98-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
-//   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); at 108 and more, 0.96-1.01x;
+// - depthwise, 1-3 FLOPs per byte: from 27 MB up 1.44-2.08x on NXC (dla34_centernet_dw64_f2_b16 2.08x,
+//   mobilenetv2_bwd_dw96_b16 1.83x) and 0.96-1.85x on NCX (depthwise_x); at 17-21 MB 0.79-1.18x either
+//   way, and 0.79-0.82x at 4-10 MB, which the caches keep between calls;
+// - direct at 64-72 FLOPs per byte from 32 MB: 1.06-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
+//   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); 0.98-1.03x at 16 MB; at 108 FLOPs per
+//   byte and more, 0.96-1.01x;
 // - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
 //   keeps plain stores unless hinted.
-constexpr int64_t kNtStoreBytes = int64_t{16} << 20;
+constexpr int64_t kNtStoreBytes = int64_t{24} << 20;
 constexpr double kNtStoreFlopsPerByte = 96;
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = nt_stores_possible(pl);
-  check_hint(h.nt_stores != 1 || possible, "nt_stores needs f32 NXC data written by the direct, gemm or "
-                                           "depthwise family in one reduction pass, with output pixels a "
-                                           "whole number of vectors apart");
+  check_hint(h.nt_stores != 1 || possible,
+             "nt_stores needs f32 data written straight into dst: NXC by the direct, gemm or depthwise family in "
+             "one reduction pass with output pixels a whole number of vectors apart, or NCX by depthwise_x or "
+             "dot_x with output planes a whole number of vectors long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool wanted = pl.algorithm != Algorithm::gemm && dst_bytes >= kNtStoreBytes &&
                       p.flops() <= kNtStoreFlopsPerByte * dst_bytes;
@@ -425,10 +428,12 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
 }  // namespace
 
 bool nt_stores_possible(const Plan& pl) {
+  if (pl.dtype != DType::f32) return false;
+  // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
+  if (x_vector_family(pl.algorithm)) return pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0;
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                       pl.algorithm == Algorithm::depthwise;
-  return family && pl.layout == LayoutPath::nxc && pl.dtype == DType::f32 && pl.ic_blocks == 1 &&
-         pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
+  return family && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 && pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
 }
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {

@@ -265,10 +265,16 @@ TEST_P(KernelCases, NonTemporalStores) {
       T().layout(DataFormat::NXC).channels(c, c).groups(c).input({6, 9}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}),
       T().layout(DataFormat::NXC).channels(5, c).input({4, 11}).kernel({2, 2}).stride({2, 2}),
       T().layout(DataFormat::NXC).rank(1).channels(3, 2 * c).input({40}).kernel({1}).stride({2}).output_padding({1}),
+      // NCX: depthwise_x and dot_x, output planes of 4 x 128 and 6 x 128.
+      T().channels(c, c).groups(c).input({3, 64}).kernel({4, 4}).stride({2, 2}).pads({2, 1}, {2, 1}),
+      T().channels(24, 2).input({3, 64}).kernel({3, 4}).stride({2, 2}).pads({1, 1}, {0, 1}),
   };
+  const char* const algorithms[] = {"", "", "", "", "depthwise_x", "dot_x"};
   for (size_t i = 0; i < cases.size(); ++i) {
     DeconvTester t = cases[i];
-    t.hints(h);
+    TuningHints hi = h;
+    hi.algorithm = algorithms[i];
+    t.hints(hi);
     SCOPED_TRACE("case " + std::to_string(i));
     if (dtype() != DType::f32) {
       try {
