@@ -328,9 +328,11 @@ void ColXGenerator::emit_tap(int64_t t, int set, bool single, const Reg64& src, 
   // Hundreds of channel rows, a short piece of each per tile: more streams than the hardware
   // prefetchers follow, so each row's piece is asked for two tiles ahead. (One tile ahead left
   // convtasnet_decoder at 1.2-2.4 ms in `deconvjit bench --vs onednn`, whose other variants evict
-  // the source between batches; two tiles: 0.75-0.81, four or eight no better.)
+  // the source between batches; two tiles: 0.75-0.81, four or eight no better.) Rows of one tile go
+  // without (Plan::prefetch_src).
   const int64_t ahead = 2 * tile_in() * eb();
-  for (int v = 0; v < (images() ? u_n() : 1); ++v)
+  const int streams = !pl_.prefetch_src ? 0 : images() ? u_n() : 1;
+  for (int v = 0; v < streams; ++v)
     for (int64_t at = 0; at < tile_in() * eb(); at += 64) {
       prefetcht0(ptr[src + src_at(v) * eb() + ahead + at]);
       if (pairs() && !single) prefetcht0(ptr[src + (src_at(v) + pl_.src_c) * eb() + ahead + at]);

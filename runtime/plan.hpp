@@ -95,6 +95,8 @@ struct Plan {
   // Whole output vectors leave by non-temporal stores when the kernel finds dst vector-aligned (see
   // TuningHints::nt_stores); tails and misaligned calls store as usual.
   bool nt_stores = false;
+  // col_x: software prefetch of each channel row's piece two tiles ahead (see plan_col_x).
+  bool prefetch_src = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
   std::array<Axis, 3> axes;

@@ -110,6 +110,7 @@ std::string Plan::to_json() const {
   j["ur_w"] = ur_w;
   j["oc_vectors"] = oc_vectors;
   j["nt_stores"] = nt_stores;
+  j["prefetch_src"] = prefetch_src;
   j["ic_unroll"] = ic_unroll;
   j["x_split"] = x_split;
   j["oc_loop"] = oc_loop;

@@ -356,6 +356,18 @@ TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
   EXPECT_EQ(plan_for(DeconvTester(base).channels(20, 10), Isa::avx2).algorithm, Algorithm::direct);
 }
 
+// col_x asks for source rows ahead only where a row spans several tiles (rows of one tile walk each plane
+// row after row, as the hardware prefetchers follow).
+TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
+  const DeconvTester base = DeconvTester().channels(64, 1).kernel({5, 5}).stride({2, 2}).pads({1, 1}, {2, 2});
+  const Plan one = plan_for(DeconvTester(base).input({14, 14}), Isa::avx512_core);
+  const Plan many = plan_for(DeconvTester(base).input({14, 200}), Isa::avx512_core);
+  ASSERT_EQ(one.algorithm, Algorithm::col_x);
+  ASSERT_EQ(many.algorithm, Algorithm::col_x);
+  EXPECT_FALSE(one.prefetch_src);
+  EXPECT_TRUE(many.prefetch_src);
+}
+
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
   std::mt19937 rng(5);
   for (int i = 0; i < 100; ++i) {
