@@ -142,10 +142,11 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
     e = rows_family(pl, p);
   }
   // Plain stores read each line of an output the caches cannot keep before writing it (write-allocate);
-  // non-temporal ones do not, but pay for it where the output would have stayed cached.
+  // non-temporal ones do not, but pay for it where the output would have stayed cached, and in gemm,
+  // which measured slower with them at every size (choose_nt_stores).
   const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
-  if (dst_bytes >= (24 << 20)) e.extra_bytes += pl.nt_stores ? 0.0 : dst_bytes;
-  else if (pl.nt_stores) e.extra_bytes += dst_bytes;
+  const bool past_caches = dst_bytes >= (24 << 20);
+  if (pl.nt_stores ? !past_caches || pl.algorithm == Algorithm::gemm : past_caches) e.extra_bytes += dst_bytes;
   const int workers = pl.parallel ? std::max(1, threads) : 1;
   // A thread's share: tasks are dealt out whole, so the busiest thread takes ceil(tasks / workers).
   const double share = static_cast<double>(ceil_div(e.tasks, workers)) / static_cast<double>(e.tasks);

@@ -401,7 +401,8 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 // A plain store first reads its line into the caches (the write-allocate), so an output the caches cannot
 // keep crosses the memory bus twice; a non-temporal store writes it once. That pays where the stores are
 // a large part of the work: few FLOPs per output byte, on an output of at least 24 MB. Measured with
-// nt_stores 1 against 0 on every suite layer with 4 MB of output or more (NXC, 2 threads; PERFORMANCE.md):
+// nt_stores 1 against 0 on every suite layer with 4 MB of output or more (2 threads; docs/PERFORMANCE.md,
+// data in docs/data/nt_stores_sweep_*_2t.jsonl):
 // - depthwise, 1-3 FLOPs per byte: from 27 MB up 1.44-2.08x on NXC (dla34_centernet_dw64_f2_b16 2.08x,
 //   mobilenetv2_bwd_dw96_b16 1.83x) and 0.96-1.85x on NCX (depthwise_x); at 17-21 MB 0.79-1.18x either
 //   way, and 0.79-0.82x at 4-10 MB, which the caches keep between calls;

@@ -92,8 +92,8 @@ struct Plan {
   // accumulators hold each 32-channel group as its even then its odd channels, and the store interleaves
   // them back. Follows from the tile and the type (no choice of its own).
   bool bf16_even_odd = false;
-  // Whole output vectors leave by non-temporal stores when the kernel finds dst vector-aligned (see
-  // TuningHints::nt_stores); tails and misaligned calls store as usual.
+  // Whole output vectors leave by non-temporal stores in each store block whose first address the kernel
+  // finds vector-aligned (see TuningHints::nt_stores); masked tails and misaligned blocks store as usual.
   bool nt_stores = false;
   // col_x: software prefetch of each channel row's piece two tiles ahead (see plan_col_x).
   bool prefetch_src = false;
@@ -196,9 +196,11 @@ bool dot_x_preferred(const Problem& p, Isa isa);  // the default heuristic's cho
 inline double lane_use(int64_t channels, int lanes) {
   return static_cast<double>(channels) / static_cast<double>(ceil_div(channels, int64_t{lanes}) * lanes);
 }
-// Non-temporal stores can serve the plan: the direct generator's f32 stores straight into the caller's NXC
-// tensor, in one reduction pass (a later pass would read the sums back from memory), with pixels a whole
-// number of vectors apart (so every block starts aligned when dst does).
+// Non-temporal stores can serve the plan: f32 stored straight into the caller's tensor, never into a copy
+// read back later. NXC: the direct, gemm and depthwise families in one reduction pass (a later pass would
+// read the sums back from memory), with pixels a whole number of vectors apart; NCX: depthwise_x and dot_x,
+// with channel planes a whole number of vectors long. Either way each store block's vectors are whole
+// vectors apart, so the block's first address decides whether all of them are aligned.
 bool nt_stores_possible(const Plan& pl);
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }

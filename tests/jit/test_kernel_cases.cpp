@@ -252,29 +252,45 @@ TEST_P(KernelCases, ColX) {
 }
 
 // Non-temporal stores (nt_stores) in the families that have them: direct, depthwise and gemm on NXC f32
-// data. With no tail after dst it starts vector-aligned and the stores are non-temporal; one or three
-// elements after it shift it off alignment, where a vmovntps would fault, so the kernel must see that and
-// store as usual. Elsewhere (16-bit data, NCX, channels that leave pixels off the vector grid) the hint is
-// refused by name.
+// data, depthwise_x and dot_x on NCX. With no tail after dst it starts vector-aligned and whole vectors go
+// out non-temporally; tails of 1, 3, a quarter and half a vector of elements shift it off alignment (by
+// less than a vector, so a too-small alignment test would let a vmovntps fault). Within one run blocks
+// differ too: the grouped case's odd groups and the 12-wide NCX rows start off alignment while others do
+// not, so the test must be made per store block. Elsewhere (16-bit data, NXC channels off the vector grid,
+// NCX in the row families) the hint is refused by name.
 TEST_P(KernelCases, NonTemporalStores) {
-  TuningHints h;
-  h.nt_stores = 1;
-  const int64_t c = isa() == Isa::avx512_core ? 32 : 24;
-  const std::vector<DeconvTester> cases = {
-      T().layout(DataFormat::NXC).batch(2).channels(8, c).input({5, 7}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {0, 1}),
-      T().layout(DataFormat::NXC).channels(c, c).groups(c).input({6, 9}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}),
-      T().layout(DataFormat::NXC).channels(5, c).input({4, 11}).kernel({2, 2}).stride({2, 2}),
-      T().layout(DataFormat::NXC).rank(1).channels(3, 2 * c).input({40}).kernel({1}).stride({2}).output_padding({1}),
-      // NCX: depthwise_x and dot_x, output planes of 4 x 128 and 6 x 128.
-      T().channels(c, c).groups(c).input({3, 64}).kernel({4, 4}).stride({2, 2}).pads({2, 1}, {2, 1}),
-      T().channels(24, 2).input({3, 64}).kernel({3, 4}).stride({2, 2}).pads({1, 1}, {0, 1}),
+  const int lanes = isa() == Isa::avx512_core ? 16 : 8;
+  const int64_t c = 2 * lanes;
+  struct Case {
+    DeconvTester t;
+    const char* algorithm;
+    int oc_vectors, parallel;
   };
-  const char* const algorithms[] = {"", "", "", "", "depthwise_x", "dot_x"};
+  const std::vector<Case> cases = {
+      {T().layout(DataFormat::NXC).batch(2).channels(8, c).input({5, 7}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {0, 1}),
+       "", 0, 1},  // (on oneTBB, so each range fences)
+      {T().layout(DataFormat::NXC).channels(c, c).groups(c).input({6, 9}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}),
+       "", 1, -1},  // (one vector per block: each call walks both channel blocks, oc_loop)
+      {T().layout(DataFormat::NXC).channels(5, c).input({4, 11}).kernel({2, 2}).stride({2, 2}), "", 0, -1},
+      {T().layout(DataFormat::NXC).rank(1).channels(3, 2 * c).input({40}).kernel({1}).stride({2}).output_padding({1}),
+       "", 0, -1},
+      // Two groups of 1.5 vectors each: the second group starts half a vector off alignment.
+      {T().layout(DataFormat::NXC).groups(2).channels(6, 3 * lanes).input({4, 6}).kernel({3, 3}).stride({2, 2}),
+       "", 0, -1},
+      // NCX: depthwise_x on planes of 4 x 128, and of 4 x 12 (rows a whole number of vectors apart or not),
+      // and dot_x on planes of 6 x 128.
+      {T().channels(c, c).groups(c).input({3, 64}).kernel({4, 4}).stride({2, 2}).pads({2, 1}, {2, 1}), "depthwise_x", 0, -1},
+      {T().channels(c, c).groups(c).input({3, 7}).kernel({4, 4}).stride({2, 2}).pads({2, 2}, {2, 2}), "depthwise_x", 0, -1},
+      {T().channels(24, 2).input({3, 64}).kernel({3, 4}).stride({2, 2}).pads({1, 1}, {0, 1}), "dot_x", 0, -1},
+  };
   for (size_t i = 0; i < cases.size(); ++i) {
-    DeconvTester t = cases[i];
-    TuningHints hi = h;
-    hi.algorithm = algorithms[i];
-    t.hints(hi);
+    DeconvTester t = cases[i].t;
+    TuningHints h;
+    h.nt_stores = 1;
+    h.algorithm = cases[i].algorithm;
+    h.oc_vectors = cases[i].oc_vectors;
+    h.parallel = cases[i].parallel;
+    t.hints(h);
     SCOPED_TRACE("case " + std::to_string(i));
     if (dtype() != DType::f32) {
       try {
@@ -286,8 +302,10 @@ TEST_P(KernelCases, NonTemporalStores) {
       }
       continue;
     }
-    EXPECT_TRUE(plan_of(t).at("nt_stores").get<bool>());
-    for (int64_t tail : {0, 1, 3}) {
+    const nlohmann::json plan = plan_of(t);
+    EXPECT_TRUE(plan.at("nt_stores").get<bool>());
+    if (cases[i].oc_vectors == 1) EXPECT_GT(plan.at("oc_loop").get<int>(), 1);
+    for (int64_t tail : {0, 1, 3, lanes / 4, lanes / 2}) {
       SCOPED_TRACE("elements after dst: " + std::to_string(tail));
       DeconvTester(t).dst_tail(tail).Test();
     }
@@ -295,6 +313,8 @@ TEST_P(KernelCases, NonTemporalStores) {
   if (dtype() != DType::f32) return;
   for (DeconvTester t : {T().channels(8, 32).input({5, 7}).kernel({3, 3}).stride({2, 2}),                   // NCX
                          T().layout(DataFormat::NXC).channels(8, 20).input({5, 7}).kernel({3, 3}).stride({2, 2})}) {
+    TuningHints h;
+    h.nt_stores = 1;
     t.hints(h);
     try {
       compile(t.descriptor(), t.options());
