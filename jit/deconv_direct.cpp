@@ -264,7 +264,7 @@ class DirectGenerator : public RowKernelGenerator {
     if (io16()) return emit_typed_store();
     if (!pl_.nt_stores) return emit_f32_store(false);
     // Non-temporal stores fault on a misaligned address. The plan keeps a block's vectors a whole number of
-    // vectors apart, so the block's first address decides for all of them.
+    // vectors (zmm: cache lines) apart, so the block's first address decides for all of them.
     Label l_plain, l_done;
     test(r_dst, static_cast<uint32_t>(vbytes() - 1));
     jnz(l_plain, T_NEAR);

@@ -145,7 +145,7 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   // non-temporal ones do not, but pay for it where the output would have stayed cached, and in gemm,
   // which measured slower with them at every size (choose_nt_stores).
   const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
-  const bool past_caches = dst_bytes >= (24 << 20);
+  const bool past_caches = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
   if (pl.nt_stores ? !past_caches || pl.algorithm == Algorithm::gemm : past_caches) e.extra_bytes += dst_bytes;
   const int workers = pl.parallel ? std::max(1, threads) : 1;
   // A thread's share: tasks are dealt out whole, so the busiest thread takes ceil(tasks / workers).

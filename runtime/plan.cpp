@@ -398,40 +398,44 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops || bytes >= kSerialBytes;
 }
 
-// A plain store first reads its line into the caches (the write-allocate), so an output the caches cannot
-// keep crosses the memory bus twice; a non-temporal store writes it once. That pays where the stores are
-// a large part of the work: few FLOPs per output byte, on an output of at least 24 MB. Measured with
-// nt_stores 1 against 0 on every suite layer with 4 MB of output or more (2 threads; docs/PERFORMANCE.md,
-// data in docs/data/nt_stores_sweep_*_2t.jsonl):
-// - depthwise, 1-3 FLOPs per byte: from 27 MB up 1.44-2.08x on NXC (dla34_centernet_dw64_f2_b16 2.08x,
-//   mobilenetv2_bwd_dw96_b16 1.83x) and 0.96-1.85x on NCX (depthwise_x); at 17-21 MB 0.79-1.18x either
-//   way, and 0.79-0.82x at 4-10 MB, which the caches keep between calls;
+// Measured with nt_stores 1 against 0 on every suite layer with the choice (2 threads; docs/PERFORMANCE.md,
+// data in docs/data/nt_stores_sweep_*_2t.jsonl; see nt_store_min_bytes for the sizes):
+// - depthwise, 1-3 FLOPs per byte: NXC from 27 MB up 1.44-2.08x (dla34_centernet_dw64_f2_b16 2.08x,
+//   mobilenetv2_bwd_dw96_b16 1.83x), at 17 MB 1.05x, at 4-10 MB 0.79-0.82x; NCX (depthwise_x) from 2 MB
+//   up 0.97-1.71x (dla_up_dw64_f4 at 4 MB 1.60x, dla34_fairmot_dw64_f4 at 10 MB 1.60x), at 1-1.3 MB
+//   0.91-1.15x;
 // - direct at 64-72 FLOPs per byte from 32 MB: 1.06-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
 //   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); 0.98-1.03x at 16 MB; at 108 FLOPs per
 //   byte and more, 0.96-1.01x;
 // - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
 //   keeps plain stores unless hinted.
-constexpr int64_t kNtStoreBytes = int64_t{24} << 20;
 constexpr double kNtStoreFlopsPerByte = 96;
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = nt_stores_possible(pl);
   check_hint(h.nt_stores != 1 || possible,
-             "nt_stores needs f32 data written straight into dst: NXC by the direct, gemm or depthwise family in "
-             "one reduction pass with output pixels a whole number of vectors apart, or NCX by depthwise_x or "
-             "dot_x with output planes a whole number of vectors long");
+             "nt_stores needs AVX-512 and f32 data written straight into dst: NXC by the direct, gemm or depthwise "
+             "family in one reduction pass with output pixels a whole number of vectors apart, or NCX by "
+             "depthwise_x or dot_x with output rows a whole number of vectors long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
-  const bool wanted = pl.algorithm != Algorithm::gemm && dst_bytes >= kNtStoreBytes &&
+  const bool wanted = pl.algorithm != Algorithm::gemm && dst_bytes >= static_cast<double>(nt_store_min_bytes(pl)) &&
                       p.flops() <= kNtStoreFlopsPerByte * dst_bytes;
   pl.nt_stores = possible && (h.nt_stores >= 0 ? h.nt_stores == 1 : wanted);
 }
 
 }  // namespace
 
+// AVX-512 only: a zmm store is a whole cache line. A ymm one is half of one, and where blocks start or end
+// mid-line the write-combining buffer sends part-written lines to memory as slow partial writes (AVX2,
+// depthwise_x on 68-pixel rows, dla34_fairmot_dw256_f2: 0.081 -> 0.150 ms with them; deeplabv3p_aspp_up4_dw
+// 1.22x slower), though on whole lines they gained as much as on AVX-512 (dla34_centernet_dw64_f2_b16 NCX
+// 1.58x). NCX rows are whole vectors too, so that every row is aligned or none is: mixing plain and
+// non-temporal stores over the same lines lost.
 bool nt_stores_possible(const Plan& pl) {
-  if (pl.dtype != DType::f32) return false;
+  if (pl.dtype != DType::f32 || pl.isa != Isa::avx512_core) return false;
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
-  if (x_vector_family(pl.algorithm)) return pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0;
+  if (x_vector_family(pl.algorithm))
+    return pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 && pl.axes[2].out % pl.lanes == 0;
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                       pl.algorithm == Algorithm::depthwise;
   return family && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 && pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;

@@ -196,12 +196,21 @@ bool dot_x_preferred(const Problem& p, Isa isa);  // the default heuristic's cho
 inline double lane_use(int64_t channels, int lanes) {
   return static_cast<double>(channels) / static_cast<double>(ceil_div(channels, int64_t{lanes}) * lanes);
 }
-// Non-temporal stores can serve the plan: f32 stored straight into the caller's tensor, never into a copy
-// read back later. NXC: the direct, gemm and depthwise families in one reduction pass (a later pass would
-// read the sums back from memory), with pixels a whole number of vectors apart; NCX: depthwise_x and dot_x,
-// with channel planes a whole number of vectors long. Either way each store block's vectors are whole
-// vectors apart, so the block's first address decides whether all of them are aligned.
+// Non-temporal stores can serve the plan: AVX-512 (a vector is a cache line), f32 stored straight into the
+// caller's tensor, never into a copy read back later. NXC: the direct, gemm and depthwise families in one
+// reduction pass (a later pass would read the sums back from memory), with pixels a whole number of vectors
+// apart; NCX: depthwise_x and dot_x, with output rows (so planes) a whole number of vectors long. Either way
+// each store block's vectors are whole vectors apart, so the block's first address decides whether all of
+// them are aligned.
 bool nt_stores_possible(const Plan& pl);
+// The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
+// first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
+// the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
+// handle well until the output outgrows them (24 MB). NCX rows of many channel planes are many streams
+// at once, whose line reads miss even where the whole output would fit (2 MB).
+inline int64_t nt_store_min_bytes(const Plan& pl) {
+  return x_vector_family(pl.algorithm) ? int64_t{2} << 20 : int64_t{24} << 20;
+}
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 bool gemm_x_applies(const Problem& p, Isa isa);
