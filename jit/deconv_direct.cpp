@@ -263,10 +263,10 @@ class DirectGenerator : public RowKernelGenerator {
     if (pl_.bf16_even_odd) return emit_even_odd_store();
     if (io16()) return emit_typed_store();
     if (!pl_.nt_stores) return emit_f32_store(false);
-    // Non-temporal stores fault on a misaligned address. The plan keeps a block's vectors a whole number of
-    // vectors (zmm: cache lines) apart, so the block's first address decides for all of them.
+    // Non-temporal stores fault on a misaligned address, and must fill whole cache lines. The plan keeps a
+    // block's stores whole lines apart (nt_stores_possible), so the block's first address decides for all.
     Label l_plain, l_done;
-    test(r_dst, static_cast<uint32_t>(vbytes() - 1));
+    test(r_dst, 63);
     jnz(l_plain, T_NEAR);
     emit_f32_store(true);
     jmp(l_done, T_NEAR);

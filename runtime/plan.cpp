@@ -409,36 +409,46 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 //   byte and more, 0.96-1.01x;
 // - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
 //   keeps plain stores unless hinted.
+// The FLOPs per byte are those of AVX-512's rate; at AVX2's half rate the arithmetic takes twice as long
+// next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs per
+// byte 4-7% slower).
 constexpr double kNtStoreFlopsPerByte = 96;
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = nt_stores_possible(pl);
   check_hint(h.nt_stores != 1 || possible,
-             "nt_stores needs AVX-512 and f32 data written straight into dst: NXC by the direct, gemm or depthwise "
-             "family in one reduction pass with output pixels a whole number of vectors apart, or NCX by "
-             "depthwise_x or dot_x with output rows a whole number of vectors long");
+             "nt_stores needs f32 data written straight into dst in whole cache lines: NXC by the direct, gemm or "
+             "depthwise family in one reduction pass with output pixels a whole number of vectors apart (AVX2: "
+             "of lines, and an even number of vectors per block), or NCX on AVX-512 by depthwise_x or dot_x with "
+             "output rows a whole number of vectors long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool wanted = pl.algorithm != Algorithm::gemm && dst_bytes >= static_cast<double>(nt_store_min_bytes(pl)) &&
-                      p.flops() <= kNtStoreFlopsPerByte * dst_bytes;
+                      p.flops() <= kNtStoreFlopsPerByte * pl.lanes / 16 * dst_bytes;
   pl.nt_stores = possible && (h.nt_stores >= 0 ? h.nt_stores == 1 : wanted);
 }
 
 }  // namespace
 
-// AVX-512 only: a zmm store is a whole cache line. A ymm one is half of one, and where blocks start or end
-// mid-line the write-combining buffer sends part-written lines to memory as slow partial writes (AVX2,
-// depthwise_x on 68-pixel rows, dla34_fairmot_dw256_f2: 0.081 -> 0.150 ms with them; deeplabv3p_aspp_up4_dw
-// 1.22x slower), though on whole lines they gained as much as on AVX-512 (dla34_centernet_dw64_f2_b16 NCX
-// 1.58x). NCX rows are whole vectors too, so that every row is aligned or none is: mixing plain and
-// non-temporal stores over the same lines lost.
+// Every store block must write whole cache lines. A zmm store is one; a ymm store is half of one, and where
+// blocks start or end mid-line the write-combining buffer sends part-written lines to memory as slow
+// partial writes (AVX2, depthwise_x on 68-pixel rows, dla34_fairmot_dw256_f2: 0.081 -> 0.150 ms with them;
+// deeplabv3p_aspp_up4_dw 1.22x slower), while on whole lines they gained as much as on AVX-512
+// (mobilenetv2_bwd_dw96_b16 NXC 2.3 -> 1.15 ms). So AVX2 takes them in the NXC families only, where every
+// block holds an even number of whole vectors per pixel and pixels are whole lines apart; depthwise_x's
+// blocks along a row end wherever the row does. NCX rows are whole vectors too, so that every row is
+// aligned or none is: mixing plain and non-temporal stores over the same lines lost.
 bool nt_stores_possible(const Plan& pl) {
-  if (pl.dtype != DType::f32 || pl.isa != Isa::avx512_core) return false;
+  if (pl.dtype != DType::f32) return false;
+  const bool zmm = pl.isa == Isa::avx512_core;
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
   if (x_vector_family(pl.algorithm))
-    return pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 && pl.axes[2].out % pl.lanes == 0;
+    return zmm && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 && pl.axes[2].out % pl.lanes == 0;
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                       pl.algorithm == Algorithm::depthwise;
-  return family && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 && pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
+  const bool whole_lines = zmm || (pl.dst_x % 16 == 0 && pl.main.vectors % 2 == 0 && pl.last.vectors % 2 == 0 &&
+                                   pl.last.mask_lanes == 0);
+  return family && whole_lines && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 && pl.dst_c == 1 &&
+         pl.dst_x % pl.lanes == 0;
 }
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {

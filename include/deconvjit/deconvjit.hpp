@@ -118,10 +118,10 @@ struct TuningHints {
   // input channels are reduced in pairs by vdpbf16ps (twice the f32 FMA rate), which treats subnormal
   // bf16 inputs as zero and flushes subnormal partial sums; off: widening to f32, exact for every input.
   int ic_pairs = -1;
-  // AVX-512, f32 output written straight into dst (NXC: direct, gemm, depthwise; NCX: depthwise_x, dot_x): -1
-  // heuristic, 0 off, 1 on. On: whole output vectors are written with non-temporal stores (vmovntps) where
-  // dst is vector-aligned, so an output far larger than the caches goes to memory without first being read
-  // into them.
+  // f32 output written straight into dst in whole cache lines (NXC: direct, gemm, depthwise, on AVX2 with an
+  // even number of vectors per block; NCX on AVX-512: depthwise_x, dot_x): -1 heuristic, 0 off, 1 on. On:
+  // whole output vectors are written with non-temporal stores (vmovntps) where a block starts on a cache
+  // line, so an output far larger than the caches goes to memory without first being read into them.
   int nt_stores = -1;
 
   bool empty() const;  // every field left to the heuristic
