@@ -243,7 +243,7 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   // The store of emit_even_odd_step's accumulators: both rounded to bf16, interleaved into 32 channels.
-  void emit_even_odd_store() {
+  void emit_even_odd_store(bool nt) {
     const Zmm t1(wvec(0).getIdx()), t2(bvec(0).getIdx());
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
@@ -252,7 +252,10 @@ class DirectGenerator : public RowKernelGenerator {
         narrow_io(acc(p, 2 * m + 1), t2, t2);
         vpslld(t2, t2, 16);
         vpord(t1, t1, t2);
-        vmovdqu32(ptr[r_sx + m * 2 * pl_.lanes * eb()], t1);
+        if (nt)
+          vmovntdq(ptr[r_sx + m * 2 * pl_.lanes * eb()], t1);
+        else
+          vmovdqu32(ptr[r_sx + m * 2 * pl_.lanes * eb()], t1);
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
@@ -260,19 +263,23 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_store() override {
     if (pl_.dst_c != 1) return emit_scatter_store();
-    if (pl_.bf16_even_odd) return emit_even_odd_store();
-    if (io16()) return emit_typed_store();
-    if (!pl_.nt_stores) return emit_f32_store(false);
+    if (!pl_.nt_stores) return emit_contiguous_store(false);
     // Non-temporal stores fault on a misaligned address, and must fill whole cache lines. The plan keeps a
     // block's stores whole lines apart (nt_stores_possible), so the block's first address decides for all.
     Label l_plain, l_done;
     test(r_dst, 63);
     jnz(l_plain, T_NEAR);
-    emit_f32_store(true);
+    emit_contiguous_store(true);
     jmp(l_done, T_NEAR);
     L(l_plain);
-    emit_f32_store(false);
+    emit_contiguous_store(false);
     L(l_done);
+  }
+
+  void emit_contiguous_store(bool nt) {
+    if (pl_.bf16_even_odd) return emit_even_odd_store(nt);
+    if (io16()) return emit_typed_store(nt);
+    emit_f32_store(nt);
   }
 
   void emit_f32_store(bool nt) {
@@ -298,7 +305,7 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   // 16-bit dst: rounded on the way out; the weight and broadcast registers are free by now.
-  void emit_typed_store() {
+  void emit_typed_store(bool nt) {
     const Xmm t1 = wvec(0), t2 = vreg(w_ * nv() + nv());
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
@@ -306,6 +313,8 @@ class DirectGenerator : public RowKernelGenerator {
         const Address a = ptr[r_sx + v * pl_.lanes * eb()];
         if (bk_->mask_lanes && v == nv() - 1)
           store_io_lanes(a, acc(p, v), 0, bk_->mask_lanes, k1, t1, t2);
+        else if (nt)
+          store_io_nt(a, acc(p, v), t1, t2);
         else
           store_io(a, acc(p, v), t1, t2);
       }

@@ -78,6 +78,8 @@ class Generator : public Xbyak::CodeGenerator {
   // Stores f32 register v rounded to nearest even (bf16 by integer rounding: vcvtneps2bf16 flushes
   // subnormals). Clobbers v, t1 and t2 (AVX-512: t1 and k6).
   void store_io(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+  // store_io by a non-temporal store (AVX-512: 16 lanes, 32 bytes, to a 32-byte-aligned address).
+  void store_io_nt(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
   void store_io_lanes(const Xbyak::Address& a, const Xbyak::Xmm& v, int lo, int hi, const Xbyak::Opmask& k,
                       const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
   void emit_io_table();

@@ -97,6 +97,17 @@ void Generator::store_io(const Address& a, const Xmm& v, const Xmm& t1, const Xm
     vmovdqu(a, Xmm(t1.getIdx()));
 }
 
+void Generator::store_io_nt(const Address& a, const Xmm& v, const Xmm& t1, const Xmm& t2) {
+  const Ymm half(t2.getIdx());
+  if (io_type_ == DType::f16) {
+    vcvtps2ph(half, Zmm(v.getIdx()), 0);
+  } else {
+    narrow_io(v, t1, t2);
+    vpmovdw(half, Zmm(t1.getIdx()));
+  }
+  vmovntdq(a, half);
+}
+
 void Generator::store_io_lanes(const Address& a, const Xmm& v, int lo, int hi, const Opmask& k, const Xmm& t1,
                                const Xmm& t2) {
   if (io_zmm_ && io_type_ == DType::f16) return vcvtps2ph(a | k, v, 0);

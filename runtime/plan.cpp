@@ -409,21 +409,22 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 //   byte and more, 0.96-1.01x;
 // - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
 //   keeps plain stores unless hinted.
-// The FLOPs per byte are those of AVX-512's rate; at AVX2's half rate the arithmetic takes twice as long
-// next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs per
-// byte 4-7% slower).
+// The FLOPs per byte are those of AVX-512's f32 rate; at AVX2's half rate the arithmetic takes twice as
+// long next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs
+// per byte 4-7% slower), and bf16 channel pairs (twice the rate) double it.
 constexpr double kNtStoreFlopsPerByte = 96;
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = nt_stores_possible(pl);
   check_hint(h.nt_stores != 1 || possible,
-             "nt_stores needs f32 data written straight into dst in whole cache lines: NXC by the direct, gemm or "
-             "depthwise family in one reduction pass with output pixels a whole number of vectors apart (AVX2: "
-             "of lines, and an even number of vectors per block), or NCX on AVX-512 by depthwise_x or dot_x with "
-             "output rows a whole number of vectors long");
+             "nt_stores needs data written straight into dst in whole cache lines: NXC by the direct, gemm or "
+             "depthwise family in one reduction pass with output pixels a whole number of vectors apart (where a "
+             "vector is half a line, f32 on AVX2 or 16-bit data on AVX-512: pixels whole lines apart and an even "
+             "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x with output rows a "
+             "whole number of vectors long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool wanted = pl.algorithm != Algorithm::gemm && dst_bytes >= static_cast<double>(nt_store_min_bytes(pl)) &&
-                      p.flops() <= kNtStoreFlopsPerByte * pl.lanes / 16 * dst_bytes;
+                      p.flops() <= kNtStoreFlopsPerByte * pl.lanes / 16 * (pl.ic_pairs ? 2 : 1) * dst_bytes;
   pl.nt_stores = possible && (h.nt_stores >= 0 ? h.nt_stores == 1 : wanted);
 }
 
@@ -438,17 +439,21 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
 // blocks along a row end wherever the row does. NCX rows are whole vectors too, so that every row is
 // aligned or none is: mixing plain and non-temporal stores over the same lines lost.
 bool nt_stores_possible(const Plan& pl) {
-  if (pl.dtype != DType::f32) return false;
-  const bool zmm = pl.isa == Isa::avx512_core;
+  const bool zmm = pl.isa == Isa::avx512_core, f32 = pl.dtype == DType::f32;
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
   if (x_vector_family(pl.algorithm))
-    return zmm && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 && pl.axes[2].out % pl.lanes == 0;
+    return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
+           pl.axes[2].out % pl.lanes == 0;
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                       pl.algorithm == Algorithm::depthwise;
-  const bool whole_lines = zmm || (pl.dst_x % 16 == 0 && pl.main.vectors % 2 == 0 && pl.last.vectors % 2 == 0 &&
-                                   pl.last.mask_lanes == 0);
-  return family && whole_lines && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 && pl.dst_c == 1 &&
-         pl.dst_x % pl.lanes == 0;
+  // A vector is a line for f32 zmm, half of one for f32 ymm and 16-bit zmm (16-bit ymm stores are not
+  // emitted non-temporally): then pixels must be whole lines apart and every block hold an even number of
+  // whole vectors.
+  const int64_t vbytes = pl.lanes * pl.elem_bytes();
+  const bool whole_lines = vbytes == 64 || (pl.dst_x * pl.elem_bytes() % 64 == 0 && pl.main.vectors % 2 == 0 &&
+                                            pl.last.vectors % 2 == 0 && pl.last.mask_lanes == 0);
+  return family && (f32 || zmm) && whole_lines && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 &&
+         pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
 }
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {

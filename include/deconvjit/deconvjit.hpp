@@ -118,8 +118,9 @@ struct TuningHints {
   // input channels are reduced in pairs by vdpbf16ps (twice the f32 FMA rate), which treats subnormal
   // bf16 inputs as zero and flushes subnormal partial sums; off: widening to f32, exact for every input.
   int ic_pairs = -1;
-  // f32 output written straight into dst in whole cache lines (NXC: direct, gemm, depthwise, on AVX2 with an
-  // even number of vectors per block; NCX on AVX-512: depthwise_x, dot_x): -1 heuristic, 0 off, 1 on. On:
+  // Output written straight into dst in whole cache lines (NXC: direct, gemm, depthwise, where a vector is
+  // half a line (f32 on AVX2, 16-bit data on AVX-512) with an even number of vectors per block; f32 NCX on
+  // AVX-512: depthwise_x, dot_x): -1 heuristic, 0 off, 1 on. On:
   // whole output vectors are written with non-temporal stores (vmovntps) where a block starts on a cache
   // line, so an output far larger than the caches goes to memory without first being read into them.
   int nt_stores = -1;
