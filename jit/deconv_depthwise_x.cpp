@@ -329,18 +329,10 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
   }
 }
 
-// With Plan::nt_stores, whole vectors leave by non-temporal stores when this block's dst is aligned (the
-// plan keeps channels a whole number of vectors apart, so its first address decides for all).
+// With Plan::nt_stores, whole vectors leave by non-temporal stores where this block starts a cache line
+// (channels are planes of whole vectors apart, vectors along a row follow each other).
 void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
-  if (!pl_.nt_stores) return emit_store_as(b, vectors, false);
-  Label l_plain, l_done;
-  test(r_xd, static_cast<uint32_t>(lanes() * eb() - 1));
-  jnz(l_plain, T_NEAR);
-  emit_store_as(b, vectors, true);
-  jmp(l_done, T_NEAR);
-  L(l_plain);
-  emit_store_as(b, vectors, false);
-  L(l_done);
+  emit_stores_by_line(pl_.nt_stores, r_xd, [&](bool nt) { emit_store_as(b, vectors, nt); });
 }
 
 void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {

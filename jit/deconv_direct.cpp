@@ -263,17 +263,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_store() override {
     if (pl_.dst_c != 1) return emit_scatter_store();
-    if (!pl_.nt_stores) return emit_contiguous_store(false);
-    // Non-temporal stores fault on a misaligned address, and must fill whole cache lines. The plan keeps a
-    // block's stores whole lines apart (nt_stores_possible), so the block's first address decides for all.
-    Label l_plain, l_done;
-    test(r_dst, 63);
-    jnz(l_plain, T_NEAR);
-    emit_contiguous_store(true);
-    jmp(l_done, T_NEAR);
-    L(l_plain);
-    emit_contiguous_store(false);
-    L(l_done);
+    emit_stores_by_line(pl_.nt_stores, r_dst, [&](bool nt) { emit_contiguous_store(nt); });
   }
 
   void emit_contiguous_store(bool nt) {

@@ -49,6 +49,23 @@ class Generator : public Xbyak::CodeGenerator {
     L(l_done);
   }
 
+  // A store block by Plan::nt_stores: `stores(true)` (non-temporal) where `base` starts a cache line,
+  // `stores(false)` elsewhere; without nt_stores only the latter. Non-temporal stores fault off alignment
+  // and must fill whole lines; the plan keeps every store of a block whole lines from its first one
+  // (nt_stores_possible), so `base` decides for all of them.
+  template <typename Stores>
+  void emit_stores_by_line(bool nt_stores, const Xbyak::Reg64& base, Stores stores) {
+    if (!nt_stores) return stores(false);
+    Xbyak::Label l_plain, l_done;
+    test(base, 63);
+    jnz(l_plain, T_NEAR);
+    stores(true);
+    jmp(l_done, T_NEAR);
+    L(l_plain);
+    stores(false);
+    L(l_done);
+  }
+
   // add reg, imm for any 64-bit immediate; `tmp` is clobbered only when the value needs 64 bits.
   void add_imm(const Xbyak::Reg64& reg, int64_t v, const Xbyak::Reg64& tmp) {
     if (v == 0) return;

@@ -191,30 +191,9 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
   if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
 }
 
-// One pass per input-channel block (usually one); a pass finishes before the next reads its sums.
-template <typename T>
-void run_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
-  const Plan& pl = k.plan;
-  const RowGeometry geo = geometry(pl);
-  const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
-                        static_cast<int64_t>(k.schedule.parts.size());
-  for (int64_t pass = 0; pass < pl.ic_blocks; ++pass) {
-    // Non-temporal stores (Plan::nt_stores) are weakly ordered: each thread fences its own before it
-    // reports its range done. Once per range, not per call: a fence waits for the stores to drain.
-    if (!pl.parallel) {
-      for (int64_t t = 0; t < tasks; ++t) run_task(k, geo, t, pass, src, packed, dst);
-      if (pl.nt_stores) _mm_sfence();
-      continue;
-    }
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, tasks), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t t = r.begin(); t != r.end(); ++t) run_task(k, geo, t, pass, src, packed, dst);
-      if (pl.nt_stores) _mm_sfence();
-    });
-  }
-}
-
 // Calls f(0 .. n-1), on the pool or (small problems) on the calling thread. With `fence` (kernels with
-// Plan::nt_stores), each thread fences its non-temporal stores once per range, before reporting it done.
+// Plan::nt_stores, whose stores are weakly ordered), each thread fences its non-temporal stores once per
+// range before reporting it done: once per range, not per call, as a fence waits for them to drain.
 template <typename F>
 void for_rows(int64_t n, bool parallel, const F& f, bool fence = false) {
   if (!parallel) {
@@ -261,6 +240,17 @@ void run_depthwise_x(const CompiledKernel& k, const T* src, const float* packed,
     k.fns[1][0](&args);
   };
   for_rows(pl.batch * pl.oc_blocks * rows, pl.parallel, task, pl.nt_stores);
+}
+
+// One pass per input-channel block (usually one); a pass finishes before the next reads its sums.
+template <typename T>
+void run_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+  const Plan& pl = k.plan;
+  const RowGeometry geo = geometry(pl);
+  const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
+                        static_cast<int64_t>(k.schedule.parts.size());
+  for (int64_t pass = 0; pass < pl.ic_blocks; ++pass)
+    for_rows(tasks, pl.parallel, [&](int64_t t) { run_task(k, geo, t, pass, src, packed, dst); }, pl.nt_stores);
 }
 
 // gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of
