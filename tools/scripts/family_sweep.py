@@ -23,6 +23,7 @@ def main():
     ap.add_argument("--suite", action="append", help="JSON Lines suites (default: corpus and realworld)")
     ap.add_argument("--layout", default="NCX", choices=["NCX", "NXC"])
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"])
+    ap.add_argument("--isa", default="best", choices=["best", "avx512_core", "avx2"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-cout", type=int, default=0, help="skip layers with more output channels (0: none)")
     ap.add_argument("--base", help="hints of the baseline plan (default: the heuristic's plan)")
@@ -45,8 +46,8 @@ def main():
                 r["src"] = [s[0]] + s[2:] + [s[1]]
             r["data_format"] = a.layout
             try:
-                forced = d.compile(json.dumps(r), hints=hints)
-                default = d.compile(json.dumps(r), hints=base) if base else d.compile(json.dumps(r))
+                forced = d.compile(json.dumps(r), isa=a.isa, hints=hints)
+                default = d.compile(json.dumps(r), isa=a.isa, hints=base) if base else d.compile(json.dumps(r), isa=a.isa)
             except Exception:
                 continue
             if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
