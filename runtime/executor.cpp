@@ -6,6 +6,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -36,17 +37,19 @@ RowGeometry geometry(const Plan& pl) {
   return g;
 }
 
-// A task's row buffer, of the data type T. Thread-local is safe here because a task never blocks while
-// holding it.
+// A task's row buffer or source tile, of the data type T, on a cache line. Thread-local is safe here
+// because a task never blocks while holding it.
 template <typename T>
 T* row_scratch(size_t elements) {
+  constexpr size_t kLine = 64;
   thread_local std::unique_ptr<T[]> buf;
   thread_local size_t cap = 0;
   if (cap < elements) {
-    buf.reset(new T[elements]);
+    buf.reset(new T[elements + kLine / sizeof(T)]);
     cap = elements;
   }
-  return buf.get();
+  const auto misalign = reinterpret_cast<uintptr_t>(buf.get()) % kLine;
+  return buf.get() + (misalign ? (kLine - misalign) / sizeof(T) : 0);
 }
 
 // Buffers that live across a parallel loop (copies of src and dst). They cannot be thread-local: while
@@ -263,10 +266,21 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   const int64_t row_tiles = (groups + pl.row_chunk - 1) / pl.row_chunk;
   const int64_t oc_tiles = (pl.oc_blocks + pl.oc_chunk - 1) / pl.oc_chunk;
   const int64_t block_floats = pl.ic_per_group * pl.main.wei_k_floats;
-  auto call = [&](int64_t n, int64_t iz, int64_t g, int64_t ob) {
+  const int64_t in_sp = a[0].in * a[1].in * a[2].in;
+  // The row group's source in the caller's planes, or (Plan::pack_src) copied into the task's tile.
+  auto group_source = [&](int64_t n, int64_t iz, int64_t g) {
+    const int64_t iy = g * pl.rows_per_block;
+    const T* s = src + n * pl.src_n + (iz * a[1].in + iy) * a[2].in;
+    if (!pl.pack_src) return s;
+    T* tile = row_scratch<T>(static_cast<size_t>(pl.src_c * pl.ic_per_group));
+    const size_t bytes = sizeof(T) * static_cast<size_t>(std::min<int64_t>(pl.rows_per_block, a[1].in - iy) * a[2].in);
+    for (int64_t c = 0; c < pl.ic_per_group; ++c) std::memcpy(tile + c * pl.src_c, s + c * in_sp, bytes);
+    return static_cast<const T*>(tile);
+  };
+  auto call = [&](const T* group_src, int64_t n, int64_t iz, int64_t g, int64_t ob) {
     const int64_t iy = g * pl.rows_per_block;
     jit::KernelArgs args{};
-    args.src = src + n * pl.src_n + (iz * a[1].in + iy) * a[2].in;
+    args.src = group_src;
     args.wei = packed + ob * block_floats;
     args.dst = dst + n * pl.dst_n + ob * pl.main.vectors * pl.dst_c +
                (a[0].stride * iz * a[1].out + a[1].stride * iy) * a[2].out;
@@ -279,8 +293,10 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
     const int64_t ot = t / row_tiles / planes % oc_tiles, n = t / row_tiles / planes / oc_tiles;
     const int64_t g_end = std::min(groups, (rt + 1) * pl.row_chunk);
     const int64_t ob_end = std::min(pl.oc_blocks, (ot + 1) * pl.oc_chunk);
-    for (int64_t g = rt * pl.row_chunk; g < g_end; ++g)
-      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(n, iz, g, ob);
+    for (int64_t g = rt * pl.row_chunk; g < g_end; ++g) {
+      const T* group_src = group_source(n, iz, g);
+      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(group_src, n, iz, g, ob);
+    }
   };
   for_rows(pl.batch * oc_tiles * planes * row_tiles, pl.parallel, task);
 }

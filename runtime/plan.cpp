@@ -174,6 +174,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.ic_unroll > 1) os << "_u" << pl.ic_unroll;  // the code differs by its unroll
   if (pl.oc_loop > 1) os << "_ocl";
   if (pl.nt_stores) os << "_nt";
+  if (pl.pack_src) os << "_pk";
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }
@@ -386,6 +387,7 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
   check_hint((h.rows_per_block == 0 && h.flat_plane == -1 && h.oc_chunk == 0 && h.row_chunk == 0) ||
                  pl.algorithm == Algorithm::gemm_x,
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
+  check_hint(h.pack_src != 1 || pl.algorithm == Algorithm::gemm_x, "pack_src applies to the gemm_x family");
   check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x "
                                               "family, AVX-512 and a CPU with avx512_bf16");
 }

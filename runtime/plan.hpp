@@ -116,6 +116,9 @@ struct Plan {
   // gemm_x: a task is a tile of row_chunk row groups x oc_chunk channel blocks, channel blocks innermost:
   // a row group's source is reused by the tile's channel blocks, their weights by its row groups.
   int64_t oc_chunk = 1, row_chunk = 1;
+  // gemm_x: a task copies each row group's source (all input channels) into a contiguous tile, which its
+  // channel blocks read instead of the caller's planes; src_c is then the tile's channel stride.
+  bool pack_src = false;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real channels of the last input-channel vector (0 = all; with
                                 // ic_pairs a vector holds 2 * lanes channels)
@@ -215,6 +218,8 @@ inline int64_t nt_store_min_bytes(const Plan& pl) {
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 bool gemm_x_applies(const Problem& p, Isa isa);
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
+// gemm_x: whether copying each row group's source into a tile pays (choose_pack_src; the cost model).
+bool pack_src_pays(const Plan& pl, const Problem& p);
 // Fills the tile, threading and strides of the depthwise_x family (make_plan adds name and packing).
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h);
 void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h);  // likewise, plan_depthwise_x.cpp

@@ -34,7 +34,28 @@ void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
   if (h.row_chunk) pl.row_chunk = h.row_chunk;
 }
 
+// The rows of a row group lie one input plane apart from channel to channel. When that distance is a
+// multiple of 8 KiB they share at most 8 set offsets of the L2 (1 MiB in 16 ways: sets recur every
+// 64 KiB), and more than 16 channels evict each other before the tile's next channel block comes back for
+// them; a contiguous tile does not. The copy pays only where a second channel block reads it.
+// Measured with pack_src 1 against 0 on every gemm_x layer of the suites (docs/data/pack_src_sweep_*;
+// time without / with, 2 threads). f32: planes of 16 KiB vitdet_l_p2_up1 1.55, sam_mask_up1_b16 1.24;
+// 128-512 KiB nnunet3d_up64_halfz 1.23, unet_milesial_up4 1.17; 1.04-1.21 on every other such layer; but
+// 0.98 at 16 input channels (enet_fullconv), 0.93-0.94 with planes of 4 KiB (nnunet2d_up512_b12,
+// unet_milesial_up1), 0.95-1.04 for planes of other sizes (25-600 KB), and 0.73 for one output channel
+// (dbnet_head_up2). f16, whose planes are half as many bytes: 8 KiB vitdet_l_p2_up1 1.68, sam_mask_up1_b16
+// 1.36, nnunet3d_tconv 1.16; 2 KiB 0.92 (the same two as f32's 4 KiB); unetr_dec2 0.96 (32 channels).
+void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
+  pl.pack_src = h.pack_src >= 0 ? h.pack_src == 1 : pack_src_pays(pl, p);
+}
+
 }  // namespace
+
+bool pack_src_pays(const Plan& pl, const Problem& p) {
+  const int64_t plane_bytes = pl.axes[0].in * pl.axes[1].in * pl.axes[2].in * pl.elem_bytes();
+  constexpr int64_t kSetPeriod = 8 << 10, kWays = 16;
+  return plane_bytes % kSetPeriod == 0 && p.c_in > kWays && pl.oc_blocks > 1;
+}
 
 // Against the row-buffer path, one core (ms): yolov8s_proto 3.6 vs 4.8, unet_up1 13.0 vs 14.9,
 // maskrcnn_mask 8.5 vs 9.4, nnunet3d_tconv 10.7 vs 12.6 win; unet_up4 16.2 vs 15.2 and unet_up3 17.1 vs
@@ -128,6 +149,10 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
   pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
+  if (getenv("DJ_PACK")) pl.src_c = (pl.rows_per_block * ax.in + 15) / 16 * 16;
+  choose_pack_src(pl, p, h);
+  // A packed tile holds the row group's elements of each channel, a whole number of vectors apart.
+  if (pl.pack_src) pl.src_c = ceil_div(int64_t{pl.rows_per_block} * ax.in, pl.lanes) * pl.lanes;
   pl.src_ic_stride = pl.src_c;
 }
 

@@ -77,6 +77,7 @@ TuningHints plan_choices(const Plan& pl) {
     c.flat_plane = pl.flat_plane ? 1 : 0;
     c.oc_chunk = static_cast<int>(pl.oc_chunk);
     c.row_chunk = static_cast<int>(pl.row_chunk);
+    c.pack_src = pl.pack_src ? 1 : 0;
   }
   return c;
 }
@@ -111,6 +112,7 @@ std::string Plan::to_json() const {
   j["oc_vectors"] = oc_vectors;
   j["nt_stores"] = nt_stores;
   j["prefetch_src"] = prefetch_src;
+  j["pack_src"] = pack_src;
   j["ic_unroll"] = ic_unroll;
   j["x_split"] = x_split;
   j["oc_loop"] = oc_loop;

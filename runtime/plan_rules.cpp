@@ -77,6 +77,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"rows_per_block", "gemm_x"}, "plan_gemm_x: rows of one vector are stacked up to 3 per block"},
       {{"flat_plane", "gemm_x"}, "plan_gemm_x: narrow rows (one vector, not a multiple of it) of planes up to "
                                  "48 vectors run as one sequence across rows"},
+      {{"pack_src", "gemm_x"}, "choose_pack_src: a task copies its row group's source into a contiguous tile when input "
+                               "planes are a multiple of 8 KiB apart (they collide in the L2's sets), from 17 input "
+                               "channels and with at least two channel blocks to read it"},
       {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2"},
       {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2"},
   };

@@ -125,6 +125,7 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   const std::vector<int> row_chunks = gx ? ladder(groups, static_cast<int>(base.row_chunk)) : std::vector<int>{0};
   // Non-temporal stores both ways where the plan can have them (the planner refuses them with ic passes).
   const std::vector<int> nts = nt_stores_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  const std::vector<int> packs = gx ? std::vector<int>{0, 1} : std::vector<int>{-1};
   TuningHints h = tile;
   for (int icu : ladder(std::min<int64_t>(8, base.ic_per_group), base.ic_unroll))
     for (int xs : ladder(std::max<int64_t>(1, extent / base.ur_w), base.x_split))
@@ -134,14 +135,15 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
             for (int c : cpc)
               for (int occ : oc_chunks)
                 for (int rc : row_chunks)
-                  for (int nt : nts) {
-                    h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
-                    h.channels_per_call = c * base.oc_vectors, h.oc_chunk = occ, h.row_chunk = rc;
-                    h.nt_stores = nt;
-                    Plan pl;
-                    if (try_plan(p, isa, h, pl) && seen.insert(hints_key_text(pl.choices)).second)
-                      out.push_back(std::move(pl));
-                  }
+                  for (int nt : nts)
+                    for (int pk : packs) {
+                      h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
+                      h.channels_per_call = c * base.oc_vectors, h.oc_chunk = occ, h.row_chunk = rc;
+                      h.nt_stores = nt, h.pack_src = pk;
+                      Plan pl;
+                      if (try_plan(p, isa, h, pl) && seen.insert(hints_key_text(pl.choices)).second)
+                        out.push_back(std::move(pl));
+                    }
 }
 
 }  // namespace

@@ -114,6 +114,10 @@ struct TuningHints {
   int rows_per_block = 0;     // gemm_x: input rows stacked in one register block
   int flat_plane = -1;        // gemm_x: -1 heuristic, 1: a block's vectors run across the whole plane
   int oc_chunk = 0, row_chunk = 0;  // gemm_x: a task's tile of channel blocks x row groups (L2 blocking)
+  // gemm_x: -1 heuristic, 0 off, 1 on. On: a task first copies its row group's source, every input
+  // channel, into one contiguous tile that all its channel blocks then read (input planes a page or more
+  // apart collide in the caches' sets; a tile does not).
+  int pack_src = -1;
   // bf16 data, direct and gemm families, CPUs with avx512_bf16: -1 heuristic (on), 0 off, 1 on. On:
   // input channels are reduced in pairs by vdpbf16ps (twice the f32 FMA rate), which treats subnormal
   // bf16 inputs as zero and flushes subnormal partial sums; off: widening to f32, exact for every input.

@@ -523,6 +523,74 @@ TEST_P(KernelCases, GemmAlongX) {
   EXPECT_NE(plan_of(padded).at("algorithm"), "gemm_x");
 }
 
+// gemm_x with each row group's source copied into a tile (pack_src), both ways on the same shapes: ragged
+// rows, three stacked rows with a shorter last group, a flat plane, a channel tail, 3D, batches, and oneTBB
+// tasks that each pack their own tile. The default packs planes a multiple of 8 KiB apart from 17 input
+// channels on. AVX2 has no gemm_x: the hint is refused by name.
+TEST_P(KernelCases, GemmAlongXPackedSource) {
+  auto k2 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NCX);
+  };
+  const std::vector<DeconvTester> cases = {
+      k2(5, 7).batch(2).input({6, 14}),     // flat plane, a tail block of channels
+      k2(2, 3).input({70, 12}),             // three rows per block, a last group of one
+      k2(3, 9).input({5, 110}),             // seven vectors in balanced blocks, 110 of 112 lanes
+      k2(40, 24).batch(2).input({9, 33}),   // oneTBB tasks, unroll remainder, two channel tiles
+      T().rank(3).batch(2).channels(4, 3).input({3, 4, 16}).kernel({2, 2, 2}).stride({2, 2, 2}).layout(DataFormat::NCX),
+  };
+  for (int pack : {0, 1})
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE("case " + std::to_string(i) + ", pack_src " + std::to_string(pack));
+      TuningHints h = gemm_x_by_hint();
+      h.algorithm = "gemm_x";
+      h.pack_src = pack;
+      DeconvTester t = cases[i];
+      t.hints(h);
+      if (isa() != Isa::avx512_core) {
+        try {
+          compile(t.descriptor(), t.options());
+          ADD_FAILURE() << "gemm_x accepted on AVX2";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("gemm_x"), std::string::npos) << e.what();
+        }
+        continue;
+      }
+      t.Test();
+      EXPECT_EQ(plan_of(t).at("pack_src").get<bool>(), pack == 1);
+    }
+  if (isa() != Isa::avx512_core) return;
+  // The default: 64 x 64 (f32) or 64 x 128 (16-bit) planes are 16 KiB apart; 4 KiB apart they are not
+  // packed, nor 12 KiB apart, nor with 16 input channels, nor for one output channel (one block reads
+  // the tile).
+  const int64_t w = dtype() == DType::f32 ? 64 : 128;
+  TuningHints gx;
+  gx.algorithm = "gemm_x";
+  auto packed = [&](DeconvTester t) {
+    const nlohmann::json plan = plan_of(t.hints(gx));
+    EXPECT_EQ(plan.at("algorithm"), "gemm_x");
+    return plan.at("pack_src").get<bool>();
+  };
+  DeconvTester sixteen_k = k2(24, 40).input({64, w});
+  sixteen_k.hints(gemm_x_by_hint()).Test();
+  EXPECT_EQ(plan_of(sixteen_k).at("algorithm"), "gemm_x");
+  EXPECT_TRUE(plan_of(sixteen_k).at("pack_src").get<bool>());
+  EXPECT_FALSE(packed(k2(24, 40).input({16, w})));
+  EXPECT_FALSE(packed(k2(24, 40).input({48, w})));
+  EXPECT_FALSE(packed(k2(16, 40).input({64, w})));
+  EXPECT_FALSE(packed(k2(24, 1).input({64, w})));
+  TuningHints direct;
+  direct.algorithm = "direct";
+  direct.pack_src = 1;
+  DeconvTester other = k2(24, 40).input({4, 16});
+  other.hints(direct);
+  try {
+    compile(other.descriptor(), other.options());
+    ADD_FAILURE() << "pack_src accepted for the direct family";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pack_src"), std::string::npos) << e.what();
+  }
+}
+
 // A kernel shorter than the stride leaves outputs with no term at all: they must be exactly zero even
 // next to an infinite input (the zero-weight lanes must not see it: 0 * inf is NaN).
 TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {

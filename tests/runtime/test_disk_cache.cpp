@@ -472,12 +472,13 @@ TEST_F(DiskCache, MetadataIsForToolsOnly) {
 // Every hint is part of the key: two requests that differ in any hint may get different code.
 TEST(DiskCacheKey, EveryHintChangesTheKey) {
   const TuningHints base;
-  std::vector<TuningHints> all(19, base);
+  std::vector<TuningHints> all(20, base);
   all[1].algorithm = "gemm", all[2].layout = "row_buffer", all[3].ur_w = 4, all[4].oc_vectors = 2;
   all[5].ic_unroll = 8, all[6].x_split = 3, all[7].ic_block = 16, all[8].x_halo = 1;
   all[9].batch_block = 1, all[10].parallel = 0, all[11].oc_loop = 2, all[12].channels_per_call = 32;
   all[13].rows_per_block = 2, all[14].flat_plane = 1, all[15].oc_chunk = 3;
   all[16].row_chunk = 2, all[17].ic_pairs = 0, all[18].nt_stores = 1;
+  all[19].pack_src = 0;
   std::set<std::string> keys;
   for (const TuningHints& t : all) keys.insert(detail::disk_key("{}", Isa::avx2, t));
   EXPECT_EQ(keys.size(), all.size());
