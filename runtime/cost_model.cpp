@@ -63,8 +63,11 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   const double src_bytes = eb * p.src_elements(), dst_bytes = eb * p.dst_elements();
   if (pl.copies_src()) e.extra_bytes += 2 * src_bytes;
   if (pl.layout == LayoutPath::ncx_via_scratch) e.extra_bytes += 2 * dst_bytes;
-  if (pl.layout == LayoutPath::ncx_row_buffer) e.extra_bytes += dst_bytes;
+  if (row_buffered(pl.layout)) e.extra_bytes += dst_bytes;
   if (pl.layout == LayoutPath::ncx_in_kernel) e.efficiency *= 0.7;  // strided broadcasts, scatter stores
+  // Broadcasts from as many planes as channels: measured against row_buffer (docs/data/src_in_place_sweep_2t),
+  // 0.85-1.30x on row blocks, 0.56-0.78x on blocks across images (each pixel then an image apart).
+  if (pl.layout == LayoutPath::ncx_src_in_place) e.efficiency *= pl.block_over_batch ? 0.6 : 0.9;
   e.extra_bytes += 2 * dst_bytes * static_cast<double>(pl.ic_blocks - 1);
   return e;
 }

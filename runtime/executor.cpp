@@ -159,7 +159,7 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
   const auto& a = pl.axes;
   const Task t = decompose(pl, geo, static_cast<int64_t>(k.schedule.parts.size()), index);
   const RowPart& part = k.schedule.parts[t.part];
-  const bool row_buffer = pl.layout == LayoutPath::ncx_row_buffer;
+  const bool row_buffer = row_buffered(pl.layout);
 
   const int kind = t.ob == pl.oc_blocks - 1 ? 1 : 0;
   const BlockKind& bk = kind ? pl.last : pl.main;

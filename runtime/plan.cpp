@@ -18,7 +18,8 @@ void check_hint(bool ok, const std::string& what) {
 void choose_ic_pairs(Plan& pl, const TuningHints& h) {
   const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
                         (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                         pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x);
+                         pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x) &&
+                        pl.layout != LayoutPath::ncx_src_in_place;  // pairs need channels adjacent
   check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x family, "
                                           "AVX-512 and a CPU with avx512_bf16");
   pl.ic_pairs = possible && h.ic_pairs != 0;
@@ -117,7 +118,8 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
 
 // vdpbf16ps reduces two input channels per instruction at twice the f32 FMA rate (Zen 5, measured:
 // 409 against 222 GFLOP/s, one core). It reads channel pairs from a contiguous NXC pixel, so the
-// source must have input channels adjacent (every route but in_kernel, which is f32 only anyway).
+// source must have input channels adjacent (every route but in_kernel, which is f32 only anyway, and
+// src_in_place, which has no pairs).
 BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
   BlockKind k;
   k.vectors = vectors;
@@ -162,6 +164,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
      << join_x(p.kernel);
   if (pl.groups > 1) os << "_g" << pl.groups;
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
+  if (pl.layout == LayoutPath::ncx_src_in_place) os << "_inplace";
   if (pl.block_over_batch) os << "_nblk";
   if (pl.has_halo()) os << "_halo";
   if (pl.flat_plane)
@@ -223,8 +226,8 @@ void choose_halo(Plan& pl, const TuningHints& h) {
     if (full_tap_range(x, o, lo, hi)) left = std::max(left, -lo);
   for (int64_t o = std::max<int64_t>(0, x.out - x.stride); o < x.out; ++o)
     if (full_tap_range(x, o, lo, hi)) right = std::max(right, hi - (x.in - 1));
-  const bool possible = pl.algorithm != Algorithm::depthwise &&
-                        pl.layout != LayoutPath::ncx_in_kernel && left + right > 0;
+  const bool possible = pl.algorithm != Algorithm::depthwise && pl.layout != LayoutPath::ncx_in_kernel &&
+                        pl.layout != LayoutPath::ncx_src_in_place && left + right > 0;
   check_hint(h.x_halo != 1 || possible, "x_halo needs a family other than depthwise, a source that "
                                         "is copied, and an x border");
   // The halo costs a copy of the source and FMAs on zeros; it pays only when the arithmetic per source
@@ -280,7 +283,7 @@ void choose_ic_blocks(Plan& pl, const TuningHints& h) {
 // (Not into a row buffer, which holds one block, nor with a channel tail.)
 void choose_oc_loop(Plan& pl, const TuningHints& h) {
   const bool walk_ok = pl.algorithm == Algorithm::depthwise && !pl.has_tail() &&
-                       pl.layout != LayoutPath::ncx_row_buffer;
+                       !row_buffered(pl.layout);
   const int all = static_cast<int>(pl.oc_blocks);
   check_hint(h.oc_loop <= 1 || (walk_ok && h.oc_loop == all),
              "oc_loop is 1, or all channel blocks (" + std::to_string(all) +
@@ -294,6 +297,8 @@ void set_strides(Plan& pl) {
   if (pl.layout == LayoutPath::ncx_in_kernel) {
     pl.src_c = in_sp, pl.src_x = 1, pl.src_n = pl.src_channels * in_sp;
     pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = pl.dst_channels * out_sp;
+  } else if (pl.layout == LayoutPath::ncx_src_in_place) {
+    pl.src_c = in_sp, pl.src_x = 1, pl.src_n = pl.src_channels * in_sp;
   } else if (pl.layout == LayoutPath::ncx_src_copy) {
     pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
     pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = pl.dst_channels * out_sp;
@@ -301,7 +306,7 @@ void set_strides(Plan& pl) {
     pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
     pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = out_sp * pl.dst_channels;
   }
-  if (pl.layout == LayoutPath::ncx_row_buffer) {
+  if (row_buffered(pl.layout)) {
     // The buffer holds one channel block of one task's part of a row, for each image in the task.
     const int64_t width = (a[2].out + pl.x_split - 1) / pl.x_split;
     pl.dst_x = int64_t{pl.main.vectors} * pl.lanes;

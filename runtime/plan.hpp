@@ -39,8 +39,12 @@ inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x ||
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
 // src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
+// src_in_place: the caller's NCX source read by strided broadcasts (no copy), outputs through the row
+// buffer as with row_buffer (direct and gemm).
 // native: the kernel reads and writes NCX itself (depthwise_x, dot_x, gemm_x, col_x).
-enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_native };
+enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_src_in_place, ncx_native };
+// The routes that compute into a task's NXC row buffer and write it out as NCX rows.
+inline bool row_buffered(LayoutPath l) { return l == LayoutPath::ncx_row_buffer || l == LayoutPath::ncx_src_in_place; }
 const char* to_string(LayoutPath l);
 const char* to_string(Algorithm a);
 
@@ -73,7 +77,7 @@ struct Plan {
   DataFormat user_layout = DataFormat::NXC;
   LayoutPath layout = LayoutPath::nxc;
   bool block_over_batch = false;  // register blocks run across images instead of along x
-  int64_t row_buffer_floats = 0;  // ncx_row_buffer: elements (of dtype) of one task's buffer
+  int64_t row_buffer_floats = 0;  // row_buffered(): elements (of dtype) of one task's buffer
   // Zero columns added left and right of the source's x (the x axis below already includes them).
   int64_t halo_left = 0, halo_right = 0;
 

@@ -31,6 +31,7 @@ const char* to_string(LayoutPath l) {
     case LayoutPath::ncx_in_kernel: return "ncx_in_kernel";
     case LayoutPath::ncx_via_scratch: return "ncx_via_scratch";
     case LayoutPath::ncx_src_copy: return "ncx_src_copy";
+    case LayoutPath::ncx_src_in_place: return "ncx_src_in_place";
     case LayoutPath::ncx_native: return "ncx_native";
   }
   return "?";
@@ -45,6 +46,7 @@ const char* layout_hint(LayoutPath l) {
     case LayoutPath::ncx_in_kernel: return "in_kernel";
     case LayoutPath::ncx_via_scratch: return "scratch";
     case LayoutPath::ncx_src_copy: return "src_copy";
+    case LayoutPath::ncx_src_in_place: return "src_in_place";
     case LayoutPath::nxc:
     case LayoutPath::ncx_native: return "";
   }

@@ -36,6 +36,13 @@ bool ncx_in_kernel_fits(const Problem& p, Isa isa) {
   return isa == Isa::avx512_core && out_sp * 16 * 4 * 8 < (int64_t{1} << 31);
 }
 
+// The kernel reaches up to 64 unrolled input channels of an NCX source by 32-bit displacements.
+bool src_in_place_fits(const Problem& p) {
+  int64_t in_sp = 1;
+  for (int64_t i : p.in) in_sp *= i;
+  return in_sp * 64 * 4 < (int64_t{1} << 31);
+}
+
 // gemm's folded channels (x stride x C_OUT) fill vectors at least a third again better than C_OUT does.
 // (21 channels: 66% of two vectors, folded by stride 2 95%, by 8 100%: tuned at the default budget, gemm
 // through copies gained 1.16-1.28x on fcn8s_upscore2/upscore8/voc_upscore_pool4, below the 1.5 first set.)
@@ -166,8 +173,13 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
+  if (h.layout == "src_in_place") {
+    check_hint(family != Algorithm::depthwise && src_in_place_fits(p),
+               "layout src_in_place needs a family other than depthwise and input planes under 2^23 elements");
+    return LayoutPath::ncx_src_in_place;
+  }
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
-                                      "in_kernel, scratch)");
+                                      "in_kernel, scratch, src_in_place)");
   check_hint(p.dtype == DType::f32, "layout in_kernel stores with f32 scatters: f32 data only");
   check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
              "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");

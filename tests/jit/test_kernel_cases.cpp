@@ -782,7 +782,7 @@ TEST_P(KernelCases, BlockingAcrossImages) {
       T().batch(4).rank(1).channels(5, c_out).input({2}).kernel({4}).stride({3}).output_padding({1}).layout(f)
           .Test();
     }
-  for (const char* layout : {"row_buffer", "in_kernel", "scratch"}) {
+  for (const char* layout : {"row_buffer", "in_kernel", "scratch", "src_in_place"}) {
     if (std::string(layout) == "in_kernel" && !in_kernel_layout_exists()) continue;
     TuningHints h;
     h.layout = layout;
@@ -813,7 +813,7 @@ TEST_P(KernelCases, KernelEqualsStrideGemmRoute) {
 }
 
 TEST_P(KernelCases, EveryNcxLayoutPath) {
-  const char* layouts[] = {"", "row_buffer", "in_kernel", "scratch"};
+  const char* layouts[] = {"", "row_buffer", "in_kernel", "scratch", "src_in_place"};
   for (const char* layout : layouts) {
     if (std::string(layout) == "in_kernel" && !in_kernel_layout_exists()) continue;
     SCOPED_TRACE(std::string("layout '") + layout + "'");
@@ -823,9 +823,33 @@ TEST_P(KernelCases, EveryNcxLayoutPath) {
     T().batch(2).channels(3, 35).input({4, 9}).kernel({2, 4}).stride({3, 2}).hints(h).Test();
     T().rank(1).channels(5, 17).input({19}).kernel({5}).stride({2}).output_shape({50}).hints(h).Test();
     T().rank(3).channels(4, 9).input({3, 3, 4}).kernel({2, 3, 2}).stride({2, 1, 2}).hints(h).Test();
+    T().channels(37, 16).input({6, 8}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).hints(h).Test();
     h.x_split = 3;  // row parts: each task's buffer covers a piece of a row
     T().channels(4, 40).input({4, 11}).kernel({3, 3}).stride({2, 2}).hints(h).Test();
   }
+  // src_in_place reads the caller's planes: no halo columns, no bf16 channel pairs (they need channels
+  // adjacent), no depthwise (its vectors run along channels); asked for, each is refused by name.
+  TuningHints in_place;
+  in_place.layout = "src_in_place";
+  DeconvTester t = T().channels(6, 20).input({5, 7}).kernel({3, 3}).stride({2, 2}).hints(in_place);
+  EXPECT_EQ(plan_of(t).at("layout"), "ncx_src_in_place");
+  EXPECT_EQ(plan_of(t).at("name").get<std::string>().find("_icp"), std::string::npos);  // no pairs
+  auto refused = [&](TuningHints h, DeconvTester d, const char* field) {
+    d.hints(h);
+    try {
+      compile(d.descriptor(), d.options());
+      ADD_FAILURE() << field << " accepted with layout src_in_place";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  TuningHints halo = in_place;
+  halo.x_halo = 1;
+  refused(halo, t, "x_halo");
+  TuningHints pairs = in_place;
+  pairs.ic_pairs = 1;
+  refused(pairs, t, "ic_pairs");
+  refused(in_place, T().groups(8).channels(8, 8).input({5, 7}).kernel({3, 3}).stride({2, 2}), "src_in_place");
 }
 
 // ---- the code-size bound --------------------------------------------------------------------------------

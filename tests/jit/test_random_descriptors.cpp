@@ -290,10 +290,12 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
   h.x_split = uniform(rng, 0, 5);
   const bool depthwise = p.groups > 1 && p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
   if (p.data_format == DataFormat::NCX) {
-    const int pick = uniform(rng, 0, 3);
+    const int pick = uniform(rng, 0, 4);
     if (pick == 1) h.layout = "row_buffer";
     if (pick == 2) h.layout = "scratch";
     if (pick == 3) h.layout = z && !depthwise ? "in_kernel" : "row_buffer";
+    if (pick == 4) h.layout = depthwise ? "row_buffer" : "src_in_place";
+    if (h.layout == "src_in_place" && h.x_halo == 1) h.x_halo = -1;  // it reads the caller's planes
   }
   // The reduction in several passes (direct and gemm families, NXC-shaped data): a divisor of C_IN/G.
   const bool nxc_shaped = p.data_format == DataFormat::NXC || h.layout == "scratch";
@@ -370,6 +372,7 @@ TEST_P(RandomHints, AcceptedHintsAreHonouredAndExact) {
     if (h.layout == "scratch") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_via_scratch");
     if (h.layout == "in_kernel") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_in_kernel");
     if (h.layout == "row_buffer") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_row_buffer");
+    if (h.layout == "src_in_place") EXPECT_EQ(plan.at("layout").get<std::string>(), "ncx_src_in_place");
     const bool halo = plan.at("halo")[0].get<int64_t>() + plan.at("halo")[1].get<int64_t>() > 0;
     // (The dot family ignores ic_block instead of rejecting it: a known bug, pinned down by
     // PlanHints.DotFamilyHonoursOrRejectsEveryHint in tests/runtime/test_plan.cpp.)

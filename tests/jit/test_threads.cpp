@@ -55,6 +55,7 @@ std::vector<Case> cases() {
       {"ncx_row_buffer_split", [hinted] { return hinted("row_buffer", 5); }, "direct", "ncx_row_buffer"},
       {"ncx_scratch", [hinted] { return hinted("scratch", 0); }, "direct", "ncx_via_scratch"},
       {"ncx_in_kernel", [hinted] { return hinted("in_kernel", 3); }, "direct", "ncx_in_kernel"},
+      {"ncx_src_in_place", [hinted] { return hinted("src_in_place", 3); }, "direct", "ncx_src_in_place"},
       {"gemm", [] { return DeconvTester().batch(2).channels(48, 40).input({20, 20}).kernel({2, 2}).stride({2, 2})
                         .layout(DataFormat::NXC); }, "gemm", "nxc"},
       {"depthwise", [] { return DeconvTester().batch(2).groups(64).channels(64, 64).input({48, 40}).kernel({3, 3})
@@ -290,7 +291,7 @@ TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ConcurrentExecute,
-                         ::testing::Values("nxc", "row_buffer", "scratch", "in_kernel"),
+                         ::testing::Values("nxc", "row_buffer", "scratch", "in_kernel", "src_in_place"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace
