@@ -64,10 +64,27 @@ bool pack_src_pays(const Plan& pl, const Problem& p) {
 // bf16 on a CPU with avx512_bf16: the row families through a row buffer reduce channel pairs at twice
 // the FMA rate, which gemm_x's broadcast weights cannot (measured, 2 threads, ms, gemm_x vs direct with
 // pairs: unet_up1 10.8 vs 8.4, maskrcnn_mask 8.0 vs 5.6, yolov8s_proto 3.2 vs 2.25, nnunet3d 12.0 vs 5.7).
+// Rows of one vector fill gemm_x's lanes only as far as the row (stacked rows), or as the plane's pixels
+// fill whole vectors (flat_plane: planes of at most 48 vectors). Below 7/8 the NXC gemm through
+// whole-tensor copies, whose vectors run along full channel blocks, is faster (2 threads, gemm_x -> gemm
+// through copies: swinunetr_dec5, 9 of 16 lanes, 0.67 -> 0.41 ms; unetr_enc2_init, unetr_dec5 and
+// unetpp_up31_b8, 36 of 48 lanes, 1.28x, 1.19x, 1.13x; unet3d_up1, 81 of 96, 1.07x); from 7/8 on gemm_x
+// wins (maskrcnn_mask, 196 of 208 lanes, 4.42 against 5.19 ms; nnunet3d_aniso_up1, nnunet3d_up320 and
+// vnet_up256, whole vectors, 0.82 against 0.96, 0.27 against 0.32, 0.31 against 0.46; stacked rows of 14
+// pixels beat the row buffer, see below).
+bool gemm_x_lanes_wasted(const Problem& p) {
+  const int64_t lanes = 16, w = p.in.back(), h = p.in.size() > 1 ? p.in[p.in.size() - 2] : 1;
+  if (w > lanes) return false;
+  const int64_t plane_vectors = ceil_div(w * h, lanes);
+  const bool flat = w % lanes != 0 && plane_vectors <= 48;
+  const int64_t used = flat ? w * h : w, offered = flat ? plane_vectors * lanes : lanes;
+  return 8 * used < 7 * offered;
+}
+
 bool gemm_x_preferred(const Problem& p) {
   if (p.dtype == DType::bf16 && cpu_has_avx512_bf16()) return false;
   const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;
-  return vectors == 1 || 10 * w >= 9 * vectors * lanes;
+  return vectors == 1 ? !gemm_x_lanes_wasted(p) : 10 * w >= 9 * vectors * lanes;
 }
 
 bool gemm_x_applies(const Problem& p, Isa isa) {

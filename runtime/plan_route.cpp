@@ -168,8 +168,12 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // each, while gemm gives each input pixel one run of s x C_OUT outputs (tuned at the default budget,
   // gemm through copies: waveglow_upsample, stride 256, 2.25x; waveglow_upsample_b12 1.86x;
   // fcn32s_nyud_upscore, stride 32, 1.87x).
+  // So too where gemm_x applies but its rows of one vector would leave an eighth or more of its lanes empty
+  // (gemm_x_lanes_wasted), bf16 pairs aside (gemm_x_preferred).
+  const bool pairs = p.dtype == DType::bf16 && cpu_has_avx512_bf16();
   if (by_default && family == Algorithm::gemm &&
-      (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32))
+      (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32 ||
+       (!pairs && gemm_x_applies(p, isa) && gemm_x_lanes_wasted(p))))
     return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;

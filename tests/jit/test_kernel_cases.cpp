@@ -476,8 +476,10 @@ TEST_P(KernelCases, GemmAlongX) {
       {2, 10, 1, {3, 110}},  // seven vectors in balanced blocks, 110 of 112 lanes
       {64, 8, 1, {72, 72}},  // 1.3 MB of source per image: channel blocks innermost
   };
+  TuningHints forced_gx = gemm_x_by_hint();
+  if (z) forced_gx.algorithm = "gemm_x";  // (9- and 12-pixel rows would take the NXC gemm by default)
   for (const Case& c : cases) {
-    DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in).hints(gemm_x_by_hint());
+    DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in).hints(forced_gx);
     t.Test();
     // AVX2 has no gemm_x: the row families, or gemm through copies when folding the two x phases into
     // the channels fills vectors a third again better (3 channels fill 3 of 8 lanes, folded 6; 9 fill
@@ -487,6 +489,18 @@ TEST_P(KernelCases, GemmAlongX) {
     EXPECT_EQ(plan_of(t).at("algorithm"), z ? "gemm_x" : folds ? "gemm" : "direct") << c.co << " channels";
     if (c.ci == 64 && z) EXPECT_LT(plan_of(t).at("row_chunk").get<int64_t>(), 36);  // several row tiles
     if (z) EXPECT_EQ(plan_of(t).at("flat_plane").get<bool>(), c.in[1] < 16 && c.in[0] * c.in[1] <= 48 * 16);
+  }
+  // Rows of one vector that fill less than 7/8 of gemm_x's lanes (9 of 16 in a flat plane of 36 pixels,
+  // 12 of 16 in stacked rows) take the NXC gemm through copies by default; 14-pixel rows in a flat plane
+  // of 84 (7/8 exactly) keep gemm_x.
+  if (z && !(dtype() == DType::bf16 && cpu_bf16_dot())) {
+    for (const Case& c : {Case{3, 9, 1, {4, 9}}, Case{2, 3, 1, {70, 12}}}) {
+      DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in);
+      t.Test();
+      EXPECT_EQ(plan_of(t).at("algorithm"), "gemm") << c.in[1] << "-pixel rows";
+      EXPECT_EQ(plan_of(t).at("layout"), "ncx_via_scratch");
+    }
+    EXPECT_EQ(plan_of(k2(5, 7).batch(2).input({6, 14})).at("algorithm"), "gemm_x");
   }
   // Rows that leave much of their last vector empty stay with the row buffer unless asked.
   TuningHints gx;
