@@ -166,7 +166,6 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
   pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
-  if (getenv("DJ_PACK")) pl.src_c = (pl.rows_per_block * ax.in + 15) / 16 * 16;
   choose_pack_src(pl, p, h);
   // A packed tile holds the row group's elements of each channel, a whole number of vectors apart.
   if (pl.pack_src) pl.src_c = ceil_div(int64_t{pl.rows_per_block} * ax.in, pl.lanes) * pl.lanes;
