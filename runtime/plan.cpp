@@ -21,7 +21,8 @@ void choose_ic_pairs(Plan& pl, const TuningHints& h) {
                          pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x) &&
                         pl.layout != LayoutPath::ncx_src_in_place;  // pairs need channels adjacent
   check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x family, "
-                                          "AVX-512 and a CPU with avx512_bf16");
+                                          "AVX-512, a CPU with avx512_bf16 and input channels adjacent "
+                                          "(not layout src_in_place)");
   pl.ic_pairs = possible && h.ic_pairs != 0;
 }
 

@@ -40,7 +40,7 @@ inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x ||
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.
 // src_copy: src copied to NXC, outputs stored straight into NCX (scalar stores: the dot family).
 // src_in_place: the caller's NCX source read by strided broadcasts (no copy), outputs through the row
-// buffer as with row_buffer (direct and gemm).
+// buffer as with row_buffer (the direct family).
 // native: the kernel reads and writes NCX itself (depthwise_x, dot_x, gemm_x, col_x).
 enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_src_in_place, ncx_native };
 // The routes that compute into a task's NXC row buffer and write it out as NCX rows.
