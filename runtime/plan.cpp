@@ -15,14 +15,17 @@ void check_hint(bool ok, const std::string& what) {
   if (!ok) throw Error(Error::Kind::InvalidArgument, "tuning hint rejected: " + what);
 }
 
+// The one refusal of ic_pairs, whichever step finds that the plan cannot have them.
+constexpr const char* kIcPairsNeeds =
+    "ic_pairs needs bf16 data, the direct, gemm, dot or col_x family, AVX-512, a CPU with avx512_bf16 and "
+    "input channels adjacent (not layout src_in_place)";
+
 void choose_ic_pairs(Plan& pl, const TuningHints& h) {
   const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
                         (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                          pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x) &&
                         pl.layout != LayoutPath::ncx_src_in_place;  // pairs need channels adjacent
-  check_hint(h.ic_pairs != 1 || possible, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x family, "
-                                          "AVX-512, a CPU with avx512_bf16 and input channels adjacent "
-                                          "(not layout src_in_place)");
+  check_hint(h.ic_pairs != 1 || possible, kIcPairsNeeds);
   pl.ic_pairs = possible && h.ic_pairs != 0;
 }
 
@@ -394,8 +397,7 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
                  pl.algorithm == Algorithm::gemm_x,
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");
   check_hint(h.pack_src != 1 || pl.algorithm == Algorithm::gemm_x, "pack_src applies to the gemm_x family");
-  check_hint(h.ic_pairs != 1 || pl.ic_pairs, "ic_pairs needs bf16 data, the direct, gemm, dot or col_x "
-                                              "family, AVX-512 and a CPU with avx512_bf16");
+  check_hint(h.ic_pairs != 1 || pl.ic_pairs, kIcPairsNeeds);
 }
 
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel). Little
