@@ -1,9 +1,12 @@
 // The gemm_x family (see runtime/plan_gemm_x.cpp): NCX, K == s, no pads. A register block is V input
 // vectors (ur_w along x, or rows_per_block rows of one vector) x the block's output channels x the kernel
-// positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each. The
-// store interleaves the two x phases (vpermi2ps) into contiguous NCX output rows. Kind 0 holds
-// Plan::main's channels, kind 1 Plan::last's; per kind, function 0 computes a full row group and function
-// 1 (when the height calls for it) the shorter last group of a plane.
+// positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each. With
+// bf16 pairs (Plan::ic_pairs) a step is two input channels: each vector's two rows are loaded into the
+// halves of a register and interleaved (vpermw), each broadcast holds the pair's two weights, and
+// vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
+// contiguous NCX output rows. Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function
+// 0 computes a full row group and function 1 (when the height calls for it) the shorter last group of a
+// plane.
 #include <algorithm>
 #include <vector>
 
@@ -60,7 +63,7 @@ class GemmXGenerator : public Generator {
   const Plan& pl_;
   int channels_ = 1;  // output channels of the block kind being emitted
   int rows_ = 1;      // input rows of the row group being emitted
-  Label l_index_;
+  Label l_index_, l_pairs_;
 
   int64_t positions() const { return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel; }
   int columns() const { return static_cast<int>(channels_ * positions()); }
@@ -74,13 +77,18 @@ class GemmXGenerator : public Generator {
   Zmm xvec(int v) const { return Zmm(24 + v); }
   Zmm bvec(int c) const { return Zmm(27 + c % 2); }
   Zmm idx(int half) const { return Zmm(29 + half); }
+  Zmm pair_index() const { return Zmm(29); }  // bf16 pairs, during the reduction (the store reloads idx)
+  bool pairs() const { return pl_.ic_pairs; }
+  int64_t step_in() const { return (pairs() ? 2 : 1) * plane_in(); }  // source elements per step
   Zmm temp() const { return Zmm(31); }
 
   static size_t code_bound(const Plan& pl);
   std::vector<std::vector<Vec>> blocks() const;
   void emit_function(int channels, int rows);
   void emit_block(const std::vector<Vec>& vs);
-  void emit_ic_step(const std::vector<Vec>& vs, int k);
+  void emit_ic_step(const std::vector<Vec>& vs, int k, bool single = false);
+  void emit_loads(const std::vector<Vec>& vs, int k);
+  void emit_pair_loads(const std::vector<Vec>& vs, int k, bool single);
   void emit_store(const std::vector<Vec>& vs);
   void emit_half_store(const Address& a, int first, int end);  // output positions [first, end) of temp()
   void emit_tables();
@@ -134,9 +142,22 @@ void GemmXGenerator::emit_block(const std::vector<Vec>& vs) {
     for (int c = 0; c < columns(); ++c) vxorps(acc(v, c), acc(v, c), acc(v, c));
   mov(r_s, r_src);
   mov(r_w, ptr[r_args + Off::wei]);
-  const int64_t u = pl_.ic_unroll, iters = pl_.ic_per_group / u, rem = pl_.ic_per_group % u;
+  // (bf16 pairs: a step is a pair of channels; an odd last channel is a step of its own)
+  const bool odd = pairs() && pl_.ic_per_group % 2 == 1;
+  const int64_t steps = pairs() ? pl_.ic_per_group / 2 : pl_.ic_per_group;
+  const int64_t u = pl_.ic_unroll, iters = steps / u, rem = steps % u;
+  if (pairs()) {  // words: the first channel's lanes in the low half, the second's in the high half
+    for (size_t v = 0; v < vs.size(); ++v) {
+      const uint32_t lo = (1u << vs[v].lanes) - 1;  // lanes <= 16
+      mov(r_tmp.cvt32(), lo);
+      kmovd(Opmask(1 + static_cast<int>(v)), r_tmp.cvt32());
+      mov(r_tmp.cvt32(), lo << 16);
+      kmovd(Opmask(4 + static_cast<int>(v)), r_tmp.cvt32());
+    }
+    vmovups(pair_index(), ptr[rip + l_pairs_]);
+  }
   auto advance = [&](int64_t n) {
-    add_imm(r_s, n * plane_in() * eb(), r_tmp);
+    add_imm(r_s, n * step_in() * eb(), r_tmp);
     add_imm(r_w, n * columns() * kFloat, r_tmp);
   };
   if (iters > 0) {
@@ -149,12 +170,25 @@ void GemmXGenerator::emit_block(const std::vector<Vec>& vs) {
     jnz(l_ic, T_NEAR);
   }
   for (int k = 0; k < rem; ++k) emit_ic_step(vs, k);
+  if (odd) emit_ic_step(vs, static_cast<int>(rem), true);
   emit_store(vs);
 }
 
-// One input channel: the block's input vectors (the ragged end of a row under a zeroing mask), then per
-// (output channel, kernel position) one broadcast weight and one FMA per vector.
-void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k) {
+// A pair's rows as words 0-15 and 16-31 of each vector (the second loaded from 32 bytes before its row
+// under the high mask, so only its own words are read), then interleaved into dword lanes. `single`: an
+// odd last channel, whose partner stays zero.
+void GemmXGenerator::emit_pair_loads(const std::vector<Vec>& vs, int k, bool single) {
+  for (size_t v = 0; v < vs.size(); ++v) {
+    const int m = static_cast<int>(v);
+    const int64_t at = k * step_in() + vs[v].q0;
+    vmovdqu16(xvec(m) | Opmask(1 + m) | T_z, ptr[r_s + at * eb()]);
+    if (!single) vmovdqu16(xvec(m) | Opmask(4 + m), ptr[r_s + (at + plane_in()) * eb() - 32]);
+    vpermw(xvec(m), pair_index(), xvec(m));
+  }
+}
+
+// One input channel's vectors, the ragged end of a row under a zeroing mask.
+void GemmXGenerator::emit_loads(const std::vector<Vec>& vs, int k) {
   for (size_t v = 0; v < vs.size(); ++v) {
     const Address a = ptr[r_s + (k * plane_in() + vs[v].q0) * eb()];
     if (vs[v].lanes == pl_.lanes) {
@@ -171,9 +205,23 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k) {
         vmovups(xvec(v) | k1 | T_z, a);
     }
   }
+}
+
+// One input channel (or pair): the block's input vectors, then per (output channel, kernel position)
+// one broadcast weight and one FMA per vector.
+void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single) {
+  if (pairs())
+    emit_pair_loads(vs, k, single);
+  else
+    emit_loads(vs, k);
   for (int c = 0; c < columns(); ++c) {
     vbroadcastss(bvec(c), ptr[r_w + (k * columns() + c) * kFloat]);
-    for (size_t v = 0; v < vs.size(); ++v) vfmadd231ps(acc(v, c), xvec(v), bvec(c));
+    for (size_t v = 0; v < vs.size(); ++v) {
+      if (pairs())
+        vdpbf16ps(acc(v, c), xvec(v), bvec(c));
+      else
+        vfmadd231ps(acc(v, c), xvec(v), bvec(c));
+    }
   }
 }
 
@@ -224,6 +272,8 @@ void GemmXGenerator::emit_tables() {
   align(64);
   L(l_index_);
   for (int i = 0; i < 32; ++i) dd(static_cast<uint32_t>((i % 2) * 16 + i / 2));
+  L(l_pairs_);  // word 2j <- j (first channel), word 2j + 1 <- 16 + j (second)
+  for (int j = 0; j < 16; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
 }
 
 size_t GemmXGenerator::code_bound(const Plan& pl) {

@@ -265,7 +265,7 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   const int64_t groups = (a[1].in + pl.rows_per_block - 1) / pl.rows_per_block, planes = a[0].in;
   const int64_t row_tiles = (groups + pl.row_chunk - 1) / pl.row_chunk;
   const int64_t oc_tiles = (pl.oc_blocks + pl.oc_chunk - 1) / pl.oc_chunk;
-  const int64_t block_floats = pl.ic_per_group * pl.main.wei_k_floats;
+  const int64_t block_floats = ic_steps(pl) * pl.main.wei_k_floats;
   const int64_t in_sp = a[0].in * a[1].in * a[2].in;
   // The row group's source in the caller's planes, or (Plan::pack_src) copied into the task's tile.
   auto group_source = [&](int64_t n, int64_t iz, int64_t g) {

@@ -17,13 +17,14 @@ void check_hint(bool ok, const std::string& what) {
 
 // The one refusal of ic_pairs, whichever step finds that the plan cannot have them.
 constexpr const char* kIcPairsNeeds =
-    "ic_pairs needs bf16 data, the direct, gemm, dot or col_x family, AVX-512, a CPU with avx512_bf16 and "
+    "ic_pairs needs bf16 data, the direct, gemm, dot, col_x or gemm_x family, AVX-512, a CPU with avx512_bf16 and "
     "input channels adjacent (not layout src_in_place)";
 
 void choose_ic_pairs(Plan& pl, const TuningHints& h) {
   const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
                         (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                         pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x) &&
+                         pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x ||
+                         pl.algorithm == Algorithm::gemm_x) &&
                         pl.layout != LayoutPath::ncx_src_in_place;  // pairs need channels adjacent
   check_hint(h.ic_pairs != 1 || possible, kIcPairsNeeds);
   pl.ic_pairs = possible && h.ic_pairs != 0;
@@ -197,8 +198,8 @@ int64_t Plan::packed_weights_floats() const {
   if (algorithm == Algorithm::col_x)  // per channel block: [ic or pair][kz][ky][block's oc][kx]
     return (ic_pairs ? (ic_per_group + 1) / 2 : ic_per_group) * axes[0].kernel * axes[1].kernel * axes[2].kernel *
            dst_channels;
-  if (algorithm == Algorithm::gemm_x)  // per channel block: [ic][block's (oc, kz, ky, kx)]
-    return ic_per_group * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
+  if (algorithm == Algorithm::gemm_x)  // per channel block: [ic or pair][block's (oc, kz, ky, kx)]
+    return ic_steps(*this) * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
   return groups * taps * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
 }

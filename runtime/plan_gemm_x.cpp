@@ -22,7 +22,7 @@ constexpr int64_t kL2Bytes = int64_t{1} << 20;
 // weights need fit anywhere: a tile of row groups x channel blocks keeps its weights (half of L2) and
 // its rows' source (a quarter) resident while the tile runs.
 void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
-  const int64_t weights_per_block = pl.ic_per_group * pl.main.wei_k_floats * 4;
+  const int64_t weights_per_block = ic_steps(pl) * pl.main.wei_k_floats * 4;
   const int64_t source_per_group = p.c_in * pl.rows_per_block * pl.axes[2].in * 4;
   const int64_t groups = ceil_div(pl.axes[1].in, pl.rows_per_block);
   pl.oc_chunk = std::clamp<int64_t>(kL2Bytes / 2 / weights_per_block, 1, pl.oc_blocks);
@@ -45,6 +45,11 @@ void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
 // unet_milesial_up1), 0.95-1.04 for planes of other sizes (25-600 KB), and 0.73 for one output channel
 // (dbnet_head_up2). f16, whose planes are half as many bytes: 8 KiB vitdet_l_p2_up1 1.68, sam_mask_up1_b16
 // 1.36, nnunet3d_tconv 1.16; 2 KiB 0.92 (the same two as f32's 4 KiB); unetr_dec2 0.96 (32 channels).
+// bf16 pairs pack always: each pair register is two 32-byte half loads from two channel rows, which in a
+// tile start on 32-byte boundaries and so never split a cache line, as they do along the caller's rows.
+// Measured on the 35 layers where gemm_x is preferred (docs/data/gemm_x_pairs_sweep_pk{0,1}_2t.jsonl):
+// packed against unpacked geomean 1.27x, from 0.92 (enet_fullconv, 16 channels) to 2.2x
+// (vitdet_l_p2_up1); one output channel too (dbnet_head_up2 1.18x).
 void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.pack_src = h.pack_src >= 0 ? h.pack_src == 1 : pack_src_pays(pl, p);
 }
@@ -54,16 +59,17 @@ void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
 bool pack_src_pays(const Plan& pl, const Problem& p) {
   const int64_t plane_bytes = pl.axes[0].in * pl.axes[1].in * pl.axes[2].in * pl.elem_bytes();
   constexpr int64_t kSetPeriod = 8 << 10, kWays = 16;
-  return plane_bytes % kSetPeriod == 0 && p.c_in > kWays && pl.oc_blocks > 1;
+  return pl.ic_pairs || (plane_bytes % kSetPeriod == 0 && p.c_in > kWays && pl.oc_blocks > 1);
 }
 
 // Against the row-buffer path, one core (ms): yolov8s_proto 3.6 vs 4.8, unet_up1 13.0 vs 14.9,
 // maskrcnn_mask 8.5 vs 9.4, nnunet3d_tconv 10.7 vs 12.6 win; unet_up4 16.2 vs 15.2 and unet_up3 17.1 vs
 // 14.3 lose. The losers' rows leave a vector partly empty (28 of 32, 52 of 64 lanes) and their row-buffer
 // runs are already long; rows of one vector are stacked instead, and win even at 14 of 16 lanes.
-// bf16 on a CPU with avx512_bf16: the row families through a row buffer reduce channel pairs at twice
-// the FMA rate, which gemm_x's broadcast weights cannot (measured, 2 threads, ms, gemm_x vs direct with
-// pairs: unet_up1 10.8 vs 8.4, maskrcnn_mask 8.0 vs 5.6, yolov8s_proto 3.2 vs 2.25, nnunet3d 12.0 vs 5.7).
+// bf16 on a CPU with avx512_bf16: gemm_x reduces channel pairs too (vdpbf16ps), and the same rule holds
+// against the row families' pairs (2 threads, docs/data/gemm_x_pairs_sweep_pk1_2t.jsonl): on the 35
+// layers it prefers, geomean 1.26x (0.89 vitdet_l_p2_up1 to 2.24 espnet_classifier; unet_up1 1.26,
+// nnunet3d_tconv 1.49); on the 12 it does not, 0.57-1.20 (unet_up3 and unet_up4 0.83).
 // Rows of one vector fill gemm_x's lanes only as far as the row (stacked rows), or as the plane's pixels
 // fill whole vectors (flat_plane: planes of at most 48 vectors). Below 7/8 the NXC gemm through
 // whole-tensor copies, whose vectors run along full channel blocks, is faster (2 threads, gemm_x -> gemm
@@ -82,7 +88,6 @@ bool gemm_x_lanes_wasted(const Problem& p) {
 }
 
 bool gemm_x_preferred(const Problem& p) {
-  if (p.dtype == DType::bf16 && cpu_has_avx512_bf16()) return false;
   const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;
   return vectors == 1 ? !gemm_x_lanes_wasted(p) : 10 * w >= 9 * vectors * lanes;
 }
@@ -113,6 +118,7 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.batch_block != 1 && h.oc_loop <= 1, "gemm_x blocks along rows (no batch_block, oc_loop 1)");
   pl.algorithm = Algorithm::gemm_x;
   pl.layout = LayoutPath::ncx_native;
+  choose_ic_pairs(pl, h);
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
   const int64_t row_vectors = ceil_div(ax.in, pl.lanes);
   const int64_t positions = az.kernel * ay.kernel * ax.kernel;  // accumulators per vector and channel

@@ -19,8 +19,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "with avx512_bf16, bf16 only below 16 products per source element), "
        "depthwise_x also for G=1 with one channel each way (one_channel_native); col_x on AVX-512 for at "
        "most 16 output channels from 8+ input channels where gemm_x is not preferred (col_x_preferred; "
-       "not bf16 on CPUs with avx512_bf16); not gemm_x for bf16 on "
-       "CPUs with avx512_bf16, where the row families reduce channel pairs (choose_layout). The defaults "
+       "not bf16 on CPUs with avx512_bf16). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "
@@ -63,7 +62,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_halo: zero columns around the source when the arithmetic per source element is at least "
        "2048 FLOP and the halo is small next to the row"},
       {{"ic_pairs", ""},
-       "choose_ic_pairs: bf16 data in the direct, gemm and dot families on a CPU with avx512_bf16 reduces "
+       "choose_ic_pairs: bf16 data in the direct, gemm, dot, col_x and gemm_x families on a CPU with avx512_bf16 reduces "
        "input channels in pairs (vdpbf16ps, twice the f32 FMA rate; subnormal inputs count as zero)"},
       {{"nt_stores", ""},
        "choose_nt_stores: non-temporal stores (where a block starts on a cache line) for outputs of at least 24 MB "
@@ -79,7 +78,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                                  "48 vectors run as one sequence across rows"},
       {{"pack_src", "gemm_x"}, "choose_pack_src: a task copies its row group's source into a contiguous tile when input "
                                "planes are a multiple of 8 KiB apart (they collide in the L2's sets), from 17 input "
-                               "channels and with at least two channel blocks to read it"},
+                               "channels and with at least two channel blocks to read it; always with bf16 pairs "
+                               "(their half-vector loads then never split a cache line)"},
       {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2"},
       {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2"},
   };

@@ -588,10 +588,12 @@ TEST_P(KernelCases, GemmAlongXPackedSource) {
   sixteen_k.hints(gemm_x_by_hint()).Test();
   EXPECT_EQ(plan_of(sixteen_k).at("algorithm"), "gemm_x");
   EXPECT_TRUE(plan_of(sixteen_k).at("pack_src").get<bool>());
-  EXPECT_FALSE(packed(k2(24, 40).input({16, w})));
-  EXPECT_FALSE(packed(k2(24, 40).input({48, w})));
-  EXPECT_FALSE(packed(k2(16, 40).input({64, w})));
-  EXPECT_FALSE(packed(k2(24, 1).input({64, w})));
+  // bf16 pairs always pack (GemmAlongXBf16Pairs).
+  const bool pairs = dtype() == DType::bf16 && cpu_bf16_dot();
+  EXPECT_EQ(packed(k2(24, 40).input({16, w})), pairs);
+  EXPECT_EQ(packed(k2(24, 40).input({48, w})), pairs);
+  EXPECT_EQ(packed(k2(16, 40).input({64, w})), pairs);
+  EXPECT_EQ(packed(k2(24, 1).input({64, w})), pairs);
   TuningHints direct;
   direct.algorithm = "direct";
   direct.pack_src = 1;
@@ -603,6 +605,49 @@ TEST_P(KernelCases, GemmAlongXPackedSource) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("pack_src"), std::string::npos) << e.what();
   }
+}
+
+// gemm_x on bf16 channel pairs (vdpbf16ps), with and without a packed tile, against the same shapes
+// without pairs: odd channel counts (a last single channel), an unroll remainder, ragged rows (masked
+// halves of each pair register), a flat plane, stacked rows with a shorter last group, 1D and 3D.
+TEST_P(KernelCases, GemmAlongXBf16Pairs) {
+  if (dtype() != DType::bf16) GTEST_SKIP() << "a bf16 route";
+  if (isa() != Isa::avx512_core || !cpu_bf16_dot()) GTEST_SKIP() << "needs AVX-512 and avx512_bf16";
+  auto k2 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NCX);
+  };
+  const std::vector<DeconvTester> cases = {
+      k2(5, 7).batch(2).input({6, 14}),   // flat plane, an odd last channel, a tail block of channels
+      k2(7, 3).input({70, 12}),           // three rows per block, a last group of one; 3 pairs + 1
+      k2(2, 9).input({5, 110}),           // one pair; seven vectors, 110 of 112 lanes
+      k2(40, 24).batch(2).input({9, 33}), // oneTBB tasks, two channel tiles
+      T().rank(1).channels(9, 5).input({47}).kernel({2}).stride({2}).layout(DataFormat::NCX),
+      T().rank(3).batch(2).channels(3, 3).input({3, 4, 16}).kernel({2, 2, 2}).stride({2, 2, 2})
+          .layout(DataFormat::NCX),
+  };
+  for (int pairs : {0, 1})
+    for (int pack : {0, 1})
+      for (size_t i = 0; i < cases.size(); ++i) {
+        SCOPED_TRACE("case " + std::to_string(i) + ", ic_pairs " + std::to_string(pairs) + ", pack_src " +
+                     std::to_string(pack));
+        TuningHints h;
+        h.algorithm = "gemm_x";
+        h.ic_pairs = pairs;
+        h.pack_src = pack;
+        h.ic_unroll = i == 1 ? 2 : 0;
+        DeconvTester t = cases[i];
+        t.hints(h).Test();
+        const nlohmann::json plan = plan_of(t);
+        EXPECT_EQ(plan.at("algorithm"), "gemm_x");
+        EXPECT_EQ(plan.at("choices").at("ic_pairs").get<int>(), pairs);
+      }
+  // The default: pairs, a packed tile, where gemm_x takes the layer in f32 too.
+  DeconvTester by_default = k2(6, 8).input({10, 32});
+  by_default.Test();
+  const nlohmann::json plan = plan_of(by_default);
+  EXPECT_EQ(plan.at("algorithm"), "gemm_x");
+  EXPECT_EQ(plan.at("choices").at("ic_pairs").get<int>(), 1);
+  EXPECT_TRUE(plan.at("pack_src").get<bool>());
 }
 
 // A kernel shorter than the stride leaves outputs with no term at all: they must be exactly zero even
