@@ -1,5 +1,6 @@
 // The direct family (also gemm and depthwise, which differ only in the plan's geometry and in how an
 // input reaches the FMAs): register block = ur_w pixels x nv channel vectors.
+#include <algorithm>
 #include <cassert>
 
 #include "jit/row_kernel.hpp"
@@ -106,15 +107,18 @@ class DirectGenerator : public RowKernelGenerator {
   // 0.845 on 3 layers): there the store and reload cost more than they save.
   bool grouped_widening() const {
     const int u = pl_.ic_unroll;
-    return pl_.dtype == DType::f16 && zmm() && !depthwise() && pl_.src_ic_stride == 1 && (u == 2 || u == 4);
+    return pl_.dtype == DType::f16 && zmm() && !depthwise() && pl_.src_ic_stride == 1 &&
+           (u == 2 || u == 4 || u == 8 || u == 16);
   }
-  int stack_bytes() const override { return grouped_widening() ? w_ * 16 : 0; }
+  int slot_bytes() const { return std::max(16, 4 * pl_.ic_unroll); }  // one pixel's widened channels
+  int stack_bytes() const override { return grouped_widening() ? w_ * slot_bytes() : 0; }
 
   void emit_widened_group() {
     const int u = pl_.ic_unroll;
     for (int p = 0; p < w_; ++p) {
-      const Xmm t(bvec(p).getIdx());
-      // The widening instructions read 8 bytes from memory whatever the count: two channels go through
+      const int idx = bvec(p).getIdx();
+      const Xmm t = u == 16 ? Zmm(idx) : u == 8 ? Ymm(idx) : Xmm(idx);
+      // The widening instructions read 8 bytes from memory at 2 and 4 channels: two channels go through
       // vmovd, so nothing past the group's channels is read.
       const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
       if (u == 2) vmovd(t, a);
@@ -125,13 +129,13 @@ class DirectGenerator : public RowKernelGenerator {
         vpmovzxwd(t, from);
         vpslld(t, t, 16);
       }
-      vmovups(ptr[rsp + p * 16], t);
+      vmovups(ptr[rsp + p * slot_bytes()], t);
     }
     for (int k = 0; k < u; ++k) {
       const int64_t wofs = k * bk_->wei_ic_step * kFloat;
       for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
       for (int p = 0; p < w_; ++p) {
-        vbroadcastss(bvec(p), dword[rsp + p * 16 + 4 * k]);
+        vbroadcastss(bvec(p), dword[rsp + p * slot_bytes() + 4 * k]);
         for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v), wvec(v), bvec(p));
       }
     }

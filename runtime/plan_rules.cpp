@@ -52,7 +52,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "
                                       "alias in L1 (a multiple of 4 KiB apart)"},
       {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
-      {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer)"},
+      {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer); 8 for f16 on "
+                          "AVX-512 with two output vectors per pixel, whose widening then costs half as much"},
       {{"ic_unroll", "gemm_x"}, "plan_gemm_x: 2 input channels per step"},
       {{"x_split", ""},
        "choose_threading: rows first; when rows x channel blocks give fewer than 256 tasks, rows are cut "
