@@ -45,7 +45,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   // Pairs: each step covers two channels (the odd last one too), a 32-bit slot of weights per lane.
   int64_t reduction_src_bytes() const override {
-    return (pl_.ic_pairs ? 2 * detail::ic_steps(pl_) : pl_.ic_block) * pl_.src_ic_stride * eb();
+    return (pl_.ic_pairs ? 2 * detail::ic_steps(pl_) : pl_.ic_block) * pl_.src_ic_stride * seb();
   }
   int64_t reduction_wei_bytes() const override { return detail::ic_steps(pl_) * bk_->wei_ic_step * kFloat; }
 
@@ -107,7 +107,7 @@ class DirectGenerator : public RowKernelGenerator {
   // 0.845 on 3 layers): there the store and reload cost more than they save.
   bool grouped_widening() const {
     const int u = pl_.ic_unroll;
-    return pl_.dtype == DType::f16 && zmm() && !depthwise() && pl_.src_ic_stride == 1 &&
+    return pl_.dtype == DType::f16 && !pl_.widen_src && zmm() && !depthwise() && pl_.src_ic_stride == 1 &&
            (u == 2 || u == 4 || u == 8 || u == 16);
   }
   int slot_bytes() const { return std::max(16, 4 * pl_.ic_unroll); }  // one pixel's widened channels
@@ -120,7 +120,7 @@ class DirectGenerator : public RowKernelGenerator {
       const Xmm t = u == 16 ? Zmm(idx) : u == 8 ? Ymm(idx) : Xmm(idx);
       // The widening instructions read 8 bytes from memory at 2 and 4 channels: two channels go through
       // vmovd, so nothing past the group's channels is read.
-      const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
+      const Address a = ptr[r_sx + p * pl_.src_pix_stride * seb()];
       if (u == 2) vmovd(t, a);
       const Operand& from = u == 2 ? static_cast<const Operand&>(t) : static_cast<const Operand&>(a);
       if (pl_.dtype == DType::f16) {
@@ -173,7 +173,7 @@ class DirectGenerator : public RowKernelGenerator {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
     for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
     for (int p = 0; p < w_; ++p) {
-      const int64_t sofs = (p * pl_.src_pix_stride + 2 * k) * eb();
+      const int64_t sofs = (p * pl_.src_pix_stride + 2 * k) * seb();
       const Zmm b(bvec(p).getIdx());
       if (lone) {
         vpbroadcastw(b, word[r_sx + sofs]);
@@ -186,7 +186,7 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   void advance_ic(int n) {
-    add_imm(r_sx, n * (pl_.ic_pairs ? 2 : 1) * pl_.src_ic_stride * eb(), r_ic);
+    add_imm(r_sx, n * (pl_.ic_pairs ? 2 : 1) * pl_.src_ic_stride * seb(), r_ic);
     add_imm(r_wx, n * bk_->wei_ic_step * kFloat, r_ic);
   }
 
@@ -196,8 +196,8 @@ class DirectGenerator : public RowKernelGenerator {
     for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
     if (depthwise()) return emit_depthwise_step();
     for (int p = 0; p < w_; ++p) {
-      const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * eb();
-      if (io16())
+      const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * seb();
+      if (src16())
         broadcast_io(bvec(p), ptr[r_sx + sofs]);
       else
         vbroadcastss(bvec(p), ptr[r_sx + sofs]);
@@ -211,9 +211,9 @@ class DirectGenerator : public RowKernelGenerator {
     if (pl_.bf16_even_odd) return emit_even_odd_step();
     for (int p = 0; p < w_; ++p)
       for (int v = 0; v < nv(); ++v) {
-        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * eb()];
+        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * seb()];
         const bool masked = bk_->mask_lanes && v == nv() - 1;
-        if (io16()) {
+        if (src16()) {
           if (masked)
             load_io_lanes(bvec(0), a, 0, bk_->mask_lanes, k1);
           else
@@ -237,7 +237,7 @@ class DirectGenerator : public RowKernelGenerator {
   void emit_even_odd_step() {
     for (int p = 0; p < w_; ++p)
       for (int m = 0; m < nv() / 2; ++m) {
-        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + m * 2 * pl_.lanes) * eb()];
+        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + m * 2 * pl_.lanes) * seb()];
         const Zmm even(bvec(0).getIdx()), odd(bvec(1).getIdx());
         vpslld(even, a, 16);
         vpandd(odd, odd_mask(), a);

@@ -46,24 +46,24 @@ void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   jle(l_done, T_NEAR);
   L(l_block);
   if (ob_loop) {
-    const int64_t ch_bytes = int64_t{bk.vectors} * pl_.lanes * pl_.elem_bytes();
+    const int64_t ch = int64_t{bk.vectors} * pl_.lanes, ch_bytes = ch * pl_.elem_bytes();
     const int64_t wei_bytes = pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel * bk.wei_k_floats * kFloat;
     Label l_ob;
     mov(r_wob, ptr[r_args + Off::wei]);
     mov(qword[rsp + ob_slot], pl_.oc_loop);
     L(l_ob);
     emit_block();
-    add_imm(r_src, ch_bytes * pl_.src_c, r_ic);
+    add_imm(r_src, ch * seb() * pl_.src_c, r_ic);
     add_imm(r_dst, ch_bytes * pl_.dst_c, r_ic);
     add_imm(r_wob, wei_bytes, r_ic);
     dec(qword[rsp + ob_slot]);
     jnz(l_ob, T_NEAR);
-    add_imm(r_src, -ch_bytes * pl_.src_c * pl_.oc_loop, r_ic);
+    add_imm(r_src, -ch * seb() * pl_.src_c * pl_.oc_loop, r_ic);
     add_imm(r_dst, -ch_bytes * pl_.dst_c * pl_.oc_loop, r_ic);
   } else {
     emit_block();
   }
-  add_imm(r_src, int64_t{w_} * pl_.src_pix_stride * pl_.elem_bytes(), r_ic);
+  add_imm(r_src, int64_t{w_} * pl_.src_pix_stride * seb(), r_ic);
   add_imm(r_dst, int64_t{w_} * pl_.dst_pix_stride * pl_.elem_bytes(), r_ic);
   dec(r_nblk);
   jnz(l_block, T_NEAR);
@@ -102,14 +102,14 @@ void RowKernelGenerator::emit_tap_loops() {
     mov(r_wz, r_wob);
   else
     mov(r_wz, ptr[r_args + Off::wei]);
-  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * eb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_ic, [&] {
+  emit_tap_loop({r_cz, r_sz, r_wz, sstep[0] * seb(), wstep[0] * kFloat}, ptr[r_args + Off::nz], r_ic, [&] {
     mov(r_sy, r_sz);
     mov(r_wy, r_wz);
-    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * eb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_ic, [&] {
+    emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * seb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_ic, [&] {
       mov(r_sx, r_sy);
       mov(r_wx, r_wy);
       // The reduction leaves r_sx / r_wx further on; the step to the next tap starts from there.
-      const TapLoop x{r_cx, r_sx, r_wx, sstep[2] * eb() - reduction_src_bytes(),
+      const TapLoop x{r_cx, r_sx, r_wx, sstep[2] * seb() - reduction_src_bytes(),
                       wstep[2] * kFloat - reduction_wei_bytes()};
       emit_tap_loop(x, ptr[r_args + Off::nx], r_ic, [&] { emit_reduction(); });
     });

@@ -35,7 +35,9 @@ class RowKernelGenerator : public Generator {
   bool zmm() const { return pl_.isa == Isa::avx512_core; }
   Xbyak::Xmm vreg(int i) const { return zmm() ? Xbyak::Xmm(Xbyak::Zmm(i)) : Xbyak::Xmm(Xbyak::Ymm(i)); }
   int vbytes() const { return pl_.lanes * kFloat; }  // a vector of weights, or of f32 accumulators
-  int64_t eb() const { return pl_.elem_bytes(); }     // one src or dst element
+  int64_t eb() const { return pl_.elem_bytes(); }     // one dst element (and src, unless widened)
+  int64_t seb() const { return pl_.src_elem_bytes(); }  // one element of the source the kernel reads
+  bool src16() const { return io16() && !pl_.widen_src; }  // a 16-bit source, widened as it is read
 
   // Hooks. The reduction starts at r_sx / r_wx and may move them; it reports how far (bytes).
   virtual void emit_zero() = 0;

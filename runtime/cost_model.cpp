@@ -154,6 +154,13 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
   const bool past_caches = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
   if (pl.nt_stores ? !past_caches || pl.algorithm == Algorithm::gemm : past_caches) e.extra_bytes += dst_bytes;
+  // A widened source is a pass writing twice its bytes, then read as f32; where widen_src_pays says it
+  // does not pay, count that, and where it pays, the widening per read the kernel would do instead.
+  if (widen_src_possible(pl)) {
+    const bool pays = widen_src_pays(pl, p);
+    if (pl.widen_src) e.extra_bytes += 4.0 * static_cast<double>(p.src_elements()) * (pays ? 0.5 : 2.0);
+    if (!pl.widen_src && pays) e.efficiency *= 0.9;
+  }
   const int workers = pl.parallel ? std::max(1, threads) : 1;
   // A thread's share: tasks are dealt out whole, so the busiest thread takes ceil(tasks / workers).
   const double share = static_cast<double>(ceil_div(e.tasks, workers)) / static_cast<double>(e.tasks);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -151,9 +152,10 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
                     out_sp, part.x1 - part.x0, channels);
 }
 
-// T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert.
-template <typename T>
-void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass, const T* src,
+// T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert. S: the source
+// the kernel reads (T, or float when the plan widens it first).
+template <typename S, typename T>
+void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass, const S* src,
               const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
@@ -170,7 +172,7 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
   // Depthwise kernels read the same channels they write.
   const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : t.g * pl.ic_per_group;
   const int64_t ic_pass = pass * pl.ic_block;
-  const T* src_row = src + t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
+  const S* src_row = src + t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
                          (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
   const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
                          ic_pass * bk.wei_ic_step +
@@ -246,8 +248,8 @@ void run_depthwise_x(const CompiledKernel& k, const T* src, const float* packed,
 }
 
 // One pass per input-channel block (usually one); a pass finishes before the next reads its sums.
-template <typename T>
-void run_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+template <typename S, typename T>
+void run_rows(const CompiledKernel& k, const S* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
   const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
@@ -346,9 +348,9 @@ struct HaloMap {
 // Output lines run along rows: with few rows and long runs (a 1-D NCX source of 64 channels and 32000
 // pixels) a task takes all rows and a piece of the run, so no two tasks write parts of one line
 // (dprnn_decoder on 2 threads: a copy of 8 rows per task left the dot family's NCX path 12x slower than NXC).
-template <typename T>
-void transpose(const T* in, T* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
-               const HaloMap& halo) {
+template <typename T, typename S = T>
+void transpose(const T* in, S* out, int64_t images, int64_t rows, int64_t cols, bool parallel,
+               const HaloMap& halo, DType type = DType::f32) {
   // Without a halo the runs of a plane join into one (whole 8x8 tiles instead of a ragged one per row of
   // 14 pixels: the copy of infogan_mnist_up2_b64's source took longer than its kernel).
   const HaloMap map = halo.left + halo.right == 0 ? HaloMap{cols, 0, 0} : halo;
@@ -362,8 +364,12 @@ void transpose(const T* in, T* out, int64_t images, int64_t rows, int64_t cols, 
     const int64_t n = t / (chunks * runs * pieces), r0 = t / (runs * pieces) % chunks * chunk;
     const int64_t run = t / pieces % runs, c0 = run * map.x + t % pieces * piece;
     const int64_t nr = std::min(rows - r0, chunk), nc = std::min(run * map.x + map.x - c0, piece);
-    transpose_block(in + n * rows * cols + r0 * cols + c0, cols, out + n * out_image + map(c0) * rows + r0, rows,
-                    nr, nc);
+    const T* from = in + n * rows * cols + r0 * cols + c0;
+    S* to = out + n * out_image + map(c0) * rows + r0;
+    if constexpr (std::is_same_v<T, S>)
+      transpose_block(from, cols, to, rows, nr, nc);
+    else
+      transpose_block(from, cols, to, rows, nr, nc, type);  // widened on the way
   };
   const int64_t tasks = images * chunks * runs * pieces;
   if (!parallel) {
@@ -380,25 +386,33 @@ size_t prepared_src_floats(const CompiledKernel& k) {
   return static_cast<size_t>(p.src_elements() / p.in.back() * map.padded(p.in.back()));
 }
 
-template <typename T>
-void prepare_src(const CompiledKernel& k, const T* src, T* out) {
+// S: T, or float for Plan::widen_src (each element widened exactly as it is copied).
+template <typename T, typename S>
+void prepare_src(const CompiledKernel& k, const T* src, S* out) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
   const int64_t c = p.c_in, x = p.in.back();
   const HaloMap map{x, pl.halo_left, pl.halo_right};
   const int64_t rows = p.src_elements() / (c * x), xp = map.padded(x);
   if (p.data_format == DataFormat::NCX) {
-    transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map);
-  } else {
-    for_rows(rows, pl.parallel, [&](int64_t r) {
-      std::memcpy(out + (r * xp + map.left) * c, src + r * x * c, sizeof(T) * x * c);
+    transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map, p.dtype);
+  } else {  // rows in pieces, so that one long row (1-D data) is copied by every thread
+    const int64_t row = x * c, piece = std::min<int64_t>(row, 16384), pieces = ceil_div(row, piece);
+    for_rows(rows * pieces, pl.parallel, [&](int64_t t) {
+      const int64_t r = t / pieces, i = t % pieces * piece, n = std::min(piece, row - i);
+      const T* from = src + r * row + i;
+      S* to = out + (r * xp + map.left) * c + i;
+      if constexpr (std::is_same_v<T, S>)
+        std::memcpy(to, from, sizeof(T) * n);
+      else
+        widen(from, to, n, p.dtype);
     });
   }
   if (pl.has_halo())
     for_rows(rows, pl.parallel, [&](int64_t r) {
-      T* row = out + r * xp * c;  // all-zero bits: +0 in every type
-      std::fill(row, row + map.left * c, T{0});
-      std::fill(row + (map.left + x) * c, row + xp * c, T{0});
+      S* row = out + r * xp * c;  // all-zero bits: +0 in every type
+      std::fill(row, row + map.left * c, S{0});
+      std::fill(row + (map.left + x) * c, row + xp * c, S{0});
     });
 }
 
@@ -450,24 +464,36 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
   });
 }
 
+// The row families, reading S: the source as given (S = T) or a copy (S = T, or float when the plan widens
+// it).
+template <typename S, typename T>
+void execute_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+  const Problem& p = k.problem;
+  ScratchPool& pool = ScratchPool::instance();
+  std::optional<ScratchPool::Lease> src_copy;
+  const S* from = nullptr;
+  if (k.plan.copies_src()) {
+    src_copy.emplace(pool.take_for<S>(prepared_src_floats(k)));  // NOLINT: moved in
+    prepare_src(k, src, src_copy->as<S>());
+    from = src_copy->as<S>();
+  } else if constexpr (std::is_same_v<S, T>) {
+    from = src;
+  }
+  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, from, packed, dst);
+  const int64_t out_sp = p.dst_elements() / (p.batch * p.c_out);
+  ScratchPool::Lease dst_nxc = pool.take_for<T>(static_cast<size_t>(p.dst_elements()));
+  run_rows(k, from, packed, dst_nxc.as<T>());
+  transpose(dst_nxc.as<T>(), dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
+}
+
 template <typename T>
 void execute_typed(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
-  const Problem& p = k.problem;
   if (x_vector_family(k.plan.algorithm)) return run_depthwise_x(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::gemm_x) return run_gemm_x(k, src, packed, dst);
   if (k.plan.algorithm == Algorithm::col_x) return run_col_x(k, src, packed, dst);
-  ScratchPool& pool = ScratchPool::instance();
-  std::optional<ScratchPool::Lease> src_copy;
-  if (k.plan.copies_src()) {
-    src_copy.emplace(pool.take_for<T>(prepared_src_floats(k)));  // NOLINT: moved in
-    prepare_src(k, src, src_copy->as<T>());
-    src = src_copy->as<T>();
-  }
-  if (k.plan.layout != LayoutPath::ncx_via_scratch) return run_rows(k, src, packed, dst);
-  const int64_t out_sp = p.dst_elements() / (p.batch * p.c_out);
-  ScratchPool::Lease dst_nxc = pool.take_for<T>(static_cast<size_t>(p.dst_elements()));
-  run_rows(k, src, packed, dst_nxc.as<T>());
-  transpose(dst_nxc.as<T>(), dst, p.batch, out_sp, p.c_out, k.plan.parallel, HaloMap{p.c_out, 0, 0});
+  if constexpr (!std::is_same_v<T, float>)
+    if (k.plan.widen_src) return execute_rows<float>(k, src, packed, dst);
+  execute_rows<T>(k, src, packed, dst);
 }
 
 void execute_kernel(const CompiledKernel& k, const void* src, const float* packed, void* dst) {

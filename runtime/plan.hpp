@@ -123,6 +123,9 @@ struct Plan {
   // gemm_x: a task copies each row group's source (all input channels) into a contiguous tile, which its
   // channel blocks read instead of the caller's planes; src_c is then the tile's channel stride.
   bool pack_src = false;
+  // 16-bit data, row families without pairs: the kernel reads a copy of the source widened to f32
+  // (TuningHints::widen_src); its strides count f32 elements, the output keeps the data type.
+  bool widen_src = false;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real channels of the last input-channel vector (0 = all; with
                                 // ic_pairs a vector holds 2 * lanes channels)
@@ -142,13 +145,14 @@ struct Plan {
   // Every choice above as hints: make_plan(problem, isa, choices) makes this plan again.
   TuningHints choices;
 
-  int64_t elem_bytes() const { return dtype == DType::f32 ? 4 : 2; }
+  int64_t elem_bytes() const { return dtype == DType::f32 ? 4 : 2; }  // src and dst as given
+  int64_t src_elem_bytes() const { return widen_src ? 4 : elem_bytes(); }  // the source the kernel reads
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.
   bool copies_src() const {
-    return has_halo() || layout == LayoutPath::ncx_row_buffer || layout == LayoutPath::ncx_via_scratch ||
-           layout == LayoutPath::ncx_src_copy;
+    return has_halo() || widen_src || layout == LayoutPath::ncx_row_buffer ||
+           layout == LayoutPath::ncx_via_scratch || layout == LayoutPath::ncx_src_copy;
   }
   int64_t packed_weights_floats() const;
   // Everything the packed weight layout depends on. Weights packed for one kernel serve another with the
@@ -194,6 +198,11 @@ constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
 // bf16 channel pairs (vdpbf16ps) where the family, ISA, CPU and hint allow them (Plan::ic_pairs).
 void choose_ic_pairs(Plan& pl, const TuningHints& h);
+// A 16-bit source widened to f32 once before the kernel (Plan::widen_src): where the plan allows it, and
+// by the hint or widen_src_pays (also the cost model's judgement).
+bool widen_src_possible(const Plan& pl);
+void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h);
+bool widen_src_pays(const Plan& pl, const Problem& p);
 bool depthwise_x_applies(const Problem& p, Isa isa);
 // At most this many output channels per group take the dot families (dot, dot_x).
 constexpr int64_t kDotMaxOc = 4;

@@ -73,6 +73,7 @@ TuningHints plan_choices(const Plan& pl) {
   c.oc_loop = pl.oc_loop;
   if (pl.dtype == DType::bf16) c.ic_pairs = pl.ic_pairs ? 1 : 0;  // a choice only bf16 data has
   if (nt_stores_possible(pl)) c.nt_stores = pl.nt_stores ? 1 : 0;  // likewise: where the stores can be
+  if (widen_src_possible(pl)) c.widen_src = pl.widen_src ? 1 : 0;  // likewise: 16-bit row families
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
@@ -115,6 +116,7 @@ std::string Plan::to_json() const {
   j["nt_stores"] = nt_stores;
   j["prefetch_src"] = prefetch_src;
   j["pack_src"] = pack_src;
+  j["widen_src"] = widen_src;
   j["ic_unroll"] = ic_unroll;
   j["x_split"] = x_split;
   j["oc_loop"] = oc_loop;

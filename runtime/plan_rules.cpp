@@ -52,6 +52,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "
                                       "alias in L1 (a multiple of 4 KiB apart)"},
       {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
+      {{"widen_src", ""},
+       "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy) on AVX2 with at most two "
+       "output vectors per block and 1024+ FLOPs per source element, on AVX-512 with at most 3 input channels "
+       "per group; otherwise the kernel widens what it reads"},
       {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer); 8 for f16 on "
                           "AVX-512 with two output vectors per pixel, whose widening then costs half as much"},
       {{"ic_unroll", "gemm_x"}, "plan_gemm_x: 2 input channels per step"},

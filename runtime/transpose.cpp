@@ -54,8 +54,8 @@ __attribute__((target("avx2"))) void tile8_partial(const float* in, int64_t is, 
 // Lines are finished on the side with the larger stride before the loop moves on: strides that are
 // multiples of 4 KiB (channel planes of 64x64, 128x128, ...) put every line of that side into one cache
 // set, so more than a few half-written lines in flight would thrash L1 and L2.
-template <typename T, typename Tile>
-void full_tiles(const T* in, int64_t is, T* out, int64_t os, int64_t rf, int64_t cf, Tile tile) {
+template <typename In, typename Out, typename Tile>
+void full_tiles(const In* in, int64_t is, Out* out, int64_t os, int64_t rf, int64_t cf, Tile tile) {
   if (os > is) {
     for (int64_t c = 0; c < cf; c += 8)
       for (int64_t r = 0; r < rf; r += 8) tile(in + r * is + c, is, out + c * os + r, os);
@@ -106,6 +106,45 @@ void transpose_block(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, 
     for (int64_t r = rf; r < rows; ++r) out[c * os + r] = in[r * is + c];
   for (int64_t c = cf; c < cols; ++c)
     for (int64_t r = 0; r < rf; ++r) out[c * os + r] = in[r * is + c];
+}
+
+namespace {
+
+// Eight elements widened: bf16 is f32's upper half; f16 through F16C (part of the library's AVX2 floor).
+__attribute__((target("avx2,f16c"))) void widen8(const uint16_t* in, float* out, bool f16) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+  _mm256_storeu_ps(out, f16 ? _mm256_cvtph_ps(h)
+                            : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+}
+
+// One element, by the same instruction as widen8 (f16 NaNs come out alike, quieted).
+__attribute__((target("f16c"))) float widen1(uint16_t h, bool f16) {
+  return f16 ? _cvtsh_ss(h) : _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(uint32_t{h} << 16))));
+}
+
+}  // namespace
+
+void widen(const uint16_t* in, float* out, int64_t n, DType type) {
+  const bool f16 = type == DType::f16;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) widen8(in + i, out + i, f16);
+  for (; i < n; ++i) out[i] = widen1(in[i], f16);
+}
+
+// An 8x8 tile moved as bits (tile8_u16) into a small buffer, then widened row by row.
+void transpose_block(const uint16_t* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols,
+                     DType type) {
+  const bool f16 = type == DType::f16;
+  const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
+  full_tiles(in, is, out, os, rf, cf, [f16](const uint16_t* i, int64_t si, float* o, int64_t so) {
+    alignas(16) uint16_t tile[64];
+    tile8_u16(i, si, tile, 8);
+    for (int j = 0; j < 8; ++j) widen8(tile + 8 * j, o + j * so, f16);
+  });
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = rf; r < rows; ++r) out[c * os + r] = widen1(in[r * is + c], f16);
+  for (int64_t c = cf; c < cols; ++c)
+    for (int64_t r = 0; r < rf; ++r) out[c * os + r] = widen1(in[r * is + c], f16);
 }
 
 }  // namespace deconvjit::detail

@@ -4,11 +4,19 @@
 
 #include <cstdint>
 
+#include "deconvjit/deconvjit.hpp"
+
 namespace deconvjit::detail {
 
 void transpose_block(const float* in, int64_t in_stride, float* out, int64_t out_stride, int64_t rows,
                      int64_t cols);
 void transpose_block(const uint16_t* in, int64_t in_stride, uint16_t* out, int64_t out_stride, int64_t rows,
                      int64_t cols);
+// The same move of bf16 or f16 elements (`type`), each widened to f32 on the way, exactly (bf16: a
+// shift; f16: vcvtph2ps): the copy of a source that the kernel reads as f32 (Plan::widen_src).
+void transpose_block(const uint16_t* in, int64_t in_stride, float* out, int64_t out_stride, int64_t rows,
+                     int64_t cols, DType type);
+// n contiguous bf16 or f16 elements widened to f32, exactly.
+void widen(const uint16_t* in, float* out, int64_t n, DType type);
 
 }  // namespace deconvjit::detail

@@ -128,6 +128,10 @@ struct TuningHints {
   // whole output vectors are written with non-temporal stores (vmovntps) where a block starts on a cache
   // line, so an output far larger than the caches goes to memory without first being read into them.
   int nt_stores = -1;
+  // bf16 and f16 data in the direct, gemm and depthwise families without channel pairs: -1 heuristic, 0
+  // off, 1 on. On: the source is widened to f32 once (exactly) into a copy that the kernel reads like
+  // f32 data, instead of widening every element each time a tap reads it; the output keeps its type.
+  int widen_src = -1;
 
   bool empty() const;  // every field left to the heuristic
 };

@@ -54,13 +54,6 @@ class KernelCases : public ::testing::TestWithParam<CaseParam> {
   // Routes that exist for f32 data only: the NCX in_kernel layout (f32 scatters) on AVX-512, and col (its
   // col2im sums in C++). Asked of 16-bit data they are refused as hints (ColumnGemm checks that).
   bool in_kernel_layout_exists() const { return isa() == Isa::avx512_core && dtype() == DType::f32; }
-  // bf16 on a CPU with avx512_bf16: the heuristic prefers the row families' channel pairs to gemm_x
-  // (plan_gemm_x.cpp), so the gemm_x cases ask for it by hint there.
-  TuningHints gemm_x_by_hint() const {
-    TuningHints h;
-    if (dtype() == DType::bf16 && isa() == Isa::avx512_core && cpu_bf16_dot()) h.algorithm = "gemm_x";
-    return h;
-  }
   static bool cpu_bf16_dot() {
     const Descriptor d = descriptor_from_json(R"({"src":[1,2,1],"weights":[2,16,1],"dtype":"bf16"})");
     return compile(d).name().find("_icp") != std::string::npos;
@@ -357,6 +350,58 @@ TEST_P(KernelCases, UnrolledChannelGroups) {
   EXPECT_EQ(four.at("ic_unroll").get<int>(), 4);
 }
 
+// A 16-bit source widened to f32 once before the kernel (widen_src), in every route that can take it:
+// direct in NXC and through the NCX row buffer, with a halo, across images, gemm, depthwise, the NCX
+// scratch route, a channel tail. f32 data has nothing to widen: the hint is refused by name.
+TEST_P(KernelCases, WidenedSource) {
+  TuningHints h;
+  h.widen_src = 1;
+  auto k3 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NXC);
+  };
+  if (dtype() == DType::f32) {
+    const DeconvTester t = k3(4, 4).input({3, 3}).hints(h);
+    try {
+      compile(t.descriptor(), t.options());
+      ADD_FAILURE() << "widen_src accepted for f32 data";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("widen_src"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  TuningHints halo = h, batch = h, scratch = h;
+  halo.x_halo = 1;
+  batch.batch_block = 1;
+  scratch.layout = "scratch";
+  struct Case { DeconvTester t; const char* family; };
+  const Case cases[] = {
+      {k3(7, 20).input({5, 9}).pads({1, 1}, {1, 1}).hints(h), "direct"},
+      {k3(7, 20).input({5, 9}).pads({1, 1}, {1, 1}).layout(DataFormat::NCX).hints(h), "direct"},
+      {k3(33, 40).batch(2).input({6, 11}).kernel({4, 4}).pads({1, 1}, {1, 1}).hints(halo), "direct"},
+      {k3(5, 3).batch(4).input({2, 3}).hints(batch), "direct"},
+      {k3(16, 8).input({4, 6}).kernel({2, 2}).hints(h), "gemm"},
+      {k3(32, 32).groups(32).input({5, 9}).hints(h), "depthwise"},
+      {k3(6, 5).input({4, 7}).layout(DataFormat::NCX).hints(scratch), "direct"},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    DeconvTester t = cases[i].t;
+    t.Test();
+    const nlohmann::json plan = plan_of(t);
+    EXPECT_EQ(plan.at("algorithm"), cases[i].family);
+    EXPECT_TRUE(plan.at("widen_src").get<bool>());
+    EXPECT_NE(plan.at("name").get<std::string>().find("_w32"), std::string::npos);
+  }
+  // The default: f16 only, not depthwise; on AVX2 where a block has at most two output vectors and each
+  // source element feeds 1024+ FLOPs (32 channels x 25 taps x 2), on AVX-512 with at most 3 input channels.
+  const bool f16 = dtype() == DType::f16, z = isa() == Isa::avx512_core;
+  auto widened = [&](DeconvTester t) { return plan_of(t).at("widen_src").get<bool>(); };
+  EXPECT_EQ(widened(k3(24, 32).kernel({5, 5}).input({4, 6})), f16 && !z);
+  EXPECT_FALSE(widened(k3(24, 32).input({4, 6})));  // 576 FLOPs per source element
+  EXPECT_EQ(widened(k3(2, 32).kernel({5, 5}).input({4, 6})), f16);
+  EXPECT_FALSE(widened(k3(32, 32).groups(32).kernel({5, 5}).input({4, 6})));
+}
+
 TEST_P(KernelCases, Groups) {
   for (DataFormat f : kFormats)
     for (WeightsFormat w : kWeightFormats) {
@@ -497,7 +542,7 @@ TEST_P(KernelCases, GemmAlongX) {
       {2, 10, 1, {3, 110}},  // seven vectors in balanced blocks, 110 of 112 lanes
       {64, 8, 1, {72, 72}},  // 1.3 MB of source per image: channel blocks innermost
   };
-  TuningHints forced_gx = gemm_x_by_hint();
+  TuningHints forced_gx;
   if (z) forced_gx.algorithm = "gemm_x";  // (9- and 12-pixel rows would take the NXC gemm by default)
   for (const Case& c : cases) {
     DeconvTester t = k2(c.ci, c.co).batch(c.n).input(c.in).hints(forced_gx);
@@ -535,11 +580,10 @@ TEST_P(KernelCases, GemmAlongX) {
     forced.Test();
     EXPECT_EQ(plan_of(forced).at("algorithm"), "gemm_x");
   }
-  DeconvTester one_d = T().rank(1).channels(6, 5).input({47}).kernel({2}).stride({2}).layout(DataFormat::NCX)
-                           .hints(gemm_x_by_hint());
+  DeconvTester one_d = T().rank(1).channels(6, 5).input({47}).kernel({2}).stride({2}).layout(DataFormat::NCX);
   one_d.Test();
   DeconvTester three_d = T().rank(3).batch(2).channels(4, 3).input({3, 4, 16}).kernel({2, 2, 2}).stride({2, 2, 2})
-                             .layout(DataFormat::NCX).hints(gemm_x_by_hint());
+                             .layout(DataFormat::NCX);
   three_d.Test();
   T().rank(3).channels(3, 2).input({2, 3, 5}).kernel({1, 3, 2}).stride({1, 3, 2}).layout(DataFormat::NCX).Test();
   if (!z) return;
@@ -576,7 +620,7 @@ TEST_P(KernelCases, GemmAlongXPackedSource) {
   for (int pack : {0, 1})
     for (size_t i = 0; i < cases.size(); ++i) {
       SCOPED_TRACE("case " + std::to_string(i) + ", pack_src " + std::to_string(pack));
-      TuningHints h = gemm_x_by_hint();
+      TuningHints h;
       h.algorithm = "gemm_x";
       h.pack_src = pack;
       DeconvTester t = cases[i];
@@ -606,7 +650,7 @@ TEST_P(KernelCases, GemmAlongXPackedSource) {
     return plan.at("pack_src").get<bool>();
   };
   DeconvTester sixteen_k = k2(24, 40).input({64, w});
-  sixteen_k.hints(gemm_x_by_hint()).Test();
+  sixteen_k.Test();
   EXPECT_EQ(plan_of(sixteen_k).at("algorithm"), "gemm_x");
   EXPECT_TRUE(plan_of(sixteen_k).at("pack_src").get<bool>());
   // bf16 pairs always pack (GemmAlongXBf16Pairs).
@@ -701,11 +745,11 @@ TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {
 // positions the row buffer takes over.
 TEST_P(KernelCases, GemmAlongXFitsItsAccumulators) {
   const bool z = isa() == Isa::avx512_core;
-  DeconvTester two_d = T().channels(4, 4).input({8, 16}).kernel({5, 2}).stride({5, 2}).layout(DataFormat::NCX)
-                           .hints(gemm_x_by_hint());
+  DeconvTester two_d =
+      T().channels(4, 4).input({8, 16}).kernel({5, 2}).stride({5, 2}).layout(DataFormat::NCX);
   two_d.Test();
   DeconvTester three_d = T().rank(3).channels(4, 4).input({4, 4, 16}).kernel({3, 2, 2}).stride({3, 2, 2})
-                             .layout(DataFormat::NCX).hints(gemm_x_by_hint());
+                             .layout(DataFormat::NCX);
   three_d.Test();
   DeconvTester too_many = T().rank(3).channels(3, 2).input({2, 3, 16}).kernel({4, 4, 2}).stride({4, 4, 2})
                               .layout(DataFormat::NCX);
