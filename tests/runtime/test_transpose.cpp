@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "runtime/half.hpp"
 #include "runtime/transpose.hpp"
 
 namespace deconvjit::detail {
@@ -66,6 +67,40 @@ void every_shape_up_to_17() {
 
 TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) { every_shape_up_to_17<float>(); }
 TEST(TransposeBlock, SixteenBitElementsEveryShapeUpTo17StayInsideTheirBlock) { every_shape_up_to_17<uint16_t>(); }
+
+// The widening mover (Plan::widen_src): bf16 and f16 bit patterns r * 100 + c (f16 subnormals below
+// 1024, normals above) come out as their exact f32 values, in every shape, inside the block only.
+TEST(TransposeBlock, WideningEveryShapeUpTo17IsExactAndStaysInsideItsBlock) {
+  for (DType type : {DType::bf16, DType::f16}) {
+    auto value = [&](uint16_t h) { return type == DType::f16 ? f16_to_float(h) : bf16_to_float(h); };
+    for (int64_t rows = 1; rows <= 17; ++rows)
+      for (int64_t cols = 1; cols <= 17; ++cols) {
+        const int64_t is = cols + 3, os = rows + 5;
+        GuardedBuffer<uint16_t> in((rows - 1) * is + cols);
+        GuardedBuffer<float> out((cols - 1) * os + rows);
+        ASSERT_NE(in.get(), nullptr);
+        ASSERT_NE(out.get(), nullptr);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) in.get()[r * is + c] = static_cast<uint16_t>(r * 100 + c);
+        for (int64_t i = 0; i < (cols - 1) * os + rows; ++i) out.get()[i] = -7.f;
+        transpose_block(in.get(), is, out.get(), os, rows, cols, type);
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t i = 0; i < os && c * os + i < (cols - 1) * os + rows; ++i) {
+            const float want = i < rows ? value(static_cast<uint16_t>(i * 100 + c)) : -7.f;
+            ASSERT_EQ(out.get()[c * os + i], want) << to_string(type) << " " << rows << "x" << cols << " at " << c
+                                                   << "," << i;
+          }
+      }
+    // And the contiguous widening, with a ragged end.
+    for (int64_t n = 1; n <= 20; ++n) {
+      GuardedBuffer<uint16_t> in(n);
+      GuardedBuffer<float> out(n);
+      for (int64_t i = 0; i < n; ++i) in.get()[i] = static_cast<uint16_t>(0x3c00 + 37 * i);
+      widen(in.get(), out.get(), n, type);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out.get()[i], value(static_cast<uint16_t>(0x3c00 + 37 * i))) << n;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace deconvjit::detail
