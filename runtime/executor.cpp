@@ -394,26 +394,29 @@ void prepare_src(const CompiledKernel& k, const T* src, S* out) {
   const int64_t c = p.c_in, x = p.in.back();
   const HaloMap map{x, pl.halo_left, pl.halo_right};
   const int64_t rows = p.src_elements() / (c * x), xp = map.padded(x);
+  auto zero_halo = [&](int64_t r) {
+    S* row = out + r * xp * c;  // all-zero bits: +0 in every type
+    std::fill(row, row + map.left * c, S{0});
+    std::fill(row + (map.left + x) * c, row + xp * c, S{0});
+  };
   if (p.data_format == DataFormat::NCX) {
     transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map, p.dtype);
-  } else {  // rows in pieces, so that one long row (1-D data) is copied by every thread
-    const int64_t row = x * c, piece = std::min<int64_t>(row, 16384), pieces = ceil_div(row, piece);
-    for_rows(rows * pieces, pl.parallel, [&](int64_t t) {
-      const int64_t r = t / pieces, i = t % pieces * piece, n = std::min(piece, row - i);
-      const T* from = src + r * row + i;
-      S* to = out + (r * xp + map.left) * c + i;
-      if constexpr (std::is_same_v<T, S>)
-        std::memcpy(to, from, sizeof(T) * n);
-      else
-        widen(from, to, n, p.dtype);
-    });
+    if (pl.has_halo()) for_rows(rows, pl.parallel, zero_halo);
+    return;
   }
-  if (pl.has_halo())
-    for_rows(rows, pl.parallel, [&](int64_t r) {
-      S* row = out + r * xp * c;  // all-zero bits: +0 in every type
-      std::fill(row, row + map.left * c, S{0});
-      std::fill(row + (map.left + x) * c, row + xp * c, S{0});
-    });
+  // Rows in pieces, so that one long row (1-D data) is copied by every thread; the first piece of a row
+  // zeroes its halo (one parallel loop, not two).
+  const int64_t row = x * c, piece = std::min<int64_t>(row, 16384), pieces = ceil_div(row, piece);
+  for_rows(rows * pieces, pl.parallel, [&](int64_t t) {
+    const int64_t r = t / pieces, i = t % pieces * piece, n = std::min(piece, row - i);
+    const T* from = src + r * row + i;
+    S* to = out + (r * xp + map.left) * c + i;
+    if constexpr (std::is_same_v<T, S>)
+      std::memcpy(to, from, sizeof(T) * n);
+    else
+      widen(from, to, n, p.dtype);
+    if (i == 0 && pl.has_halo()) zero_halo(r);
+  });
 }
 
 }  // namespace
