@@ -91,6 +91,10 @@ void Generator::narrow_io(const Xmm& v, const Xmm& t1, const Xmm& t2) {
 // f16 on AVX-512 converts into a register and stores that: vcvtps2ph's memory form costs Zen 5 far more
 // (unet_up1 f16 NXC, 2 threads: 7.32 -> 6.64 ms, the f32 kernel's 6.61; linknet_final 4.02 -> 3.76).
 void Generator::store_io(const Address& a, const Xmm& v, const Xmm& t1, const Xmm& t2) {
+  if (io_bf16_ne_) {
+    vcvtneps2bf16(Ymm(t1.getIdx()), Zmm(v.getIdx()));
+    return vmovdqu16(a, Ymm(t1.getIdx()));
+  }
   if (io_zmm_ && io_type_ == DType::f16) {
     vcvtps2ph(Ymm(t1.getIdx()), Zmm(v.getIdx()), 0);
     return vmovdqu16(a, Ymm(t1.getIdx()));
@@ -106,6 +110,8 @@ void Generator::store_io_nt(const Address& a, const Xmm& v, const Xmm& t1, const
   const Ymm half(t2.getIdx());
   if (io_type_ == DType::f16) {
     vcvtps2ph(half, Zmm(v.getIdx()), 0);
+  } else if (io_bf16_ne_) {
+    vcvtneps2bf16(half, Zmm(v.getIdx()));
   } else {
     narrow_io(v, t1, t2);
     vpmovdw(half, Zmm(t1.getIdx()));
@@ -115,6 +121,10 @@ void Generator::store_io_nt(const Address& a, const Xmm& v, const Xmm& t1, const
 
 void Generator::store_io_lanes(const Address& a, const Xmm& v, int lo, int hi, const Opmask& k, const Xmm& t1,
                                const Xmm& t2) {
+  if (io_bf16_ne_) {
+    vcvtneps2bf16(Ymm(t1.getIdx()), Zmm(v.getIdx()));
+    return vmovdqu16(a | k, Ymm(t1.getIdx()));
+  }
   if (io_zmm_ && io_type_ == DType::f16) {
     vcvtps2ph(Ymm(t1.getIdx()), Zmm(v.getIdx()), 0);
     return vmovdqu16(a | k, Ymm(t1.getIdx()));

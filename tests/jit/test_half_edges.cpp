@@ -151,6 +151,34 @@ TEST(PairedBf16, TreatsSubnormalInputsAsZero) {
   }
 }
 
+// The pair route's stores (vcvtneps2bf16) keep infinities and NaNs: a NaN or infinite source in channel
+// 0 reaches every output of its pixel, an infinity times -1 negative.
+TEST(PairedBf16, InfinityAndNaNPropagate) {
+  const Descriptor d = descriptor_from_json(
+      R"({"src":[1,3,2],"weights":[2,16,1],"data_format":"NXC","dtype":"bf16"})");
+  // Pixels (NaN, 1), (inf, 1), (-inf, 1).
+  const std::vector<uint16_t> src{0x7fc0, 0x3f80, 0x7f80, 0x3f80, 0xff80, 0x3f80};
+  std::vector<uint16_t> weights(32, 0xbf80);  // -1 for both input channels
+  Options o;
+  o.use_disk_cache = false;
+  o.hints.ic_pairs = 1;
+  Kernel k;
+  try {
+    k = compile(d, o);
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::InvalidArgument) GTEST_SKIP() << e.what();
+    throw;
+  }
+  std::vector<uint16_t> dst(48, 0);
+  k.execute(ConstBuffer(src.data(), DType::bf16, 6), ConstBuffer(weights.data(), DType::bf16, 32),
+            Buffer(dst.data(), DType::bf16, 48));
+  for (int c = 0; c < 16; ++c) {
+    EXPECT_TRUE((dst[c] & 0x7f80) == 0x7f80 && (dst[c] & 0x7f) != 0) << k.name() << " channel " << c;
+    EXPECT_EQ(dst[16 + c], 0xff80) << k.name();
+    EXPECT_EQ(dst[32 + c], 0x7f80) << k.name();
+  }
+}
+
 // The kernels' one rounding of each output goes to the even neighbour on exact ties, both ways and both
 // signs: with weights 1, a pixel (1, h) sums to 1 + h (a tie between 1 and 1 + 2h: down to 1) and
 // (1 + 2h, h) to 1 + 3h (a tie between 1 + 2h and 1 + 4h: up), h half an ulp of 1. Sums in f32 are exact
