@@ -17,8 +17,8 @@ void check_hint(bool ok, const std::string& what) {
 
 // The one refusal of ic_pairs, whichever step finds that the plan cannot have them.
 constexpr const char* kIcPairsNeeds =
-    "ic_pairs needs bf16 data, the direct, gemm, dot, col_x or gemm_x family, AVX-512, a CPU with avx512_bf16 and "
-    "input channels adjacent (not layout src_in_place)";
+    "ic_pairs needs bf16 data, the direct, gemm, dot, col_x or gemm_x family, AVX-512, a CPU with "
+    "avx512_bf16 and input channels adjacent (not layout src_in_place)";
 
 // The one refusal of widen_src.
 constexpr const char* kWidenSrcNeeds =
