@@ -156,6 +156,8 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   if (pl.nt_stores ? !past_caches || pl.algorithm == Algorithm::gemm : past_caches) e.extra_bytes += dst_bytes;
   // A widened source is a pass writing twice its bytes, then read as f32; where widen_src_pays says it
   // does not pay, count that, and where it pays, the widening per read the kernel would do instead.
+  // Bands cost nothing where band_rows_pay says they pay and a little where not, as the copy they replace.
+  if (band_possible(pl) && (pl.band_rows > 0) != band_rows_pay(pl)) e.efficiency *= 0.95;
   if (widen_src_possible(pl)) {
     const bool pays = widen_src_pays(pl, p);
     if (pl.widen_src) e.extra_bytes += 4.0 * static_cast<double>(p.src_elements()) * (pays ? 0.5 : 2.0);

@@ -38,9 +38,9 @@ RowGeometry geometry(const Plan& pl) {
   return g;
 }
 
-// A task's row buffer or source tile, of the data type T, on a cache line. Thread-local is safe here
-// because a task never blocks while holding it.
-template <typename T>
+// A task's row buffer, source tile or source band (Slot 1, next to a row buffer), of the data type T, on
+// a cache line. Thread-local is safe here because a task never blocks while holding it.
+template <typename T, int Slot = 0>
 T* row_scratch(size_t elements) {
   constexpr size_t kLine = 64;
   thread_local std::unique_ptr<T[]> buf;
@@ -154,12 +154,12 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
 
 // T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert. S: the source
 // the kernel reads (T, or float when the plan widens it first).
+// `shift`: the element offset in the whole source copy at which `src` starts (a band's first row).
 template <typename S, typename T>
-void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass, const S* src,
-              const float* packed, T* dst) {
+void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t, int64_t pass, const S* src,
+                 int64_t shift, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
-  const Task t = decompose(pl, geo, static_cast<int64_t>(k.schedule.parts.size()), index);
   const RowPart& part = k.schedule.parts[t.part];
   const bool row_buffer = row_buffered(pl.layout);
 
@@ -172,8 +172,8 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
   // Depthwise kernels read the same channels they write.
   const int64_t ic0 = pl.algorithm == Algorithm::depthwise ? oc0 : t.g * pl.ic_per_group;
   const int64_t ic_pass = pass * pl.ic_block;
-  const S* src_row = src + t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
-                         (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x;
+  const S* src_row = src + (t.n * pl.src_n + (ic0 + ic_pass) * pl.src_c +
+                             (tz.i0 * a[1].in + ty.i0) * a[2].in * pl.src_x - shift);
   const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
                          ic_pass * bk.wei_ic_step +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
@@ -194,6 +194,13 @@ void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, in
     k.fns[kind][s.width - 1](&args);
   }
   if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
+}
+
+template <typename S, typename T>
+void run_task(const CompiledKernel& k, const RowGeometry& geo, int64_t index, int64_t pass, const S* src,
+              const float* packed, T* dst) {
+  const Task t = decompose(k.plan, geo, static_cast<int64_t>(k.schedule.parts.size()), index);
+  run_task_at(k, geo, t, pass, src, 0, packed, dst);
 }
 
 // Calls f(0 .. n-1), on the pool or (small problems) on the calling thread. With `fence` (kernels with
@@ -467,10 +474,54 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
   });
 }
 
+// Plan::band_rows: a task is a band of output rows of one image. It transposes the input rows the band
+// reads (every channel, with the plan's halo) into a thread-local band laid out like those rows of the
+// whole-source copy, then runs the band's row tasks on it while it is in L2: the source crosses memory
+// once instead of three times (read, copy written, copy read).
+template <typename S, typename T>
+void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+  const Plan& pl = k.plan;
+  const Problem& p = k.problem;
+  const auto& a = pl.axes;
+  const RowGeometry geo = geometry(pl);
+  const int64_t c = p.c_in, x = p.in.back(), in_sp = a[1].in * x, row = a[2].in * c;  // a[2].in: with halo
+  const int64_t bands = ceil_div(a[1].out, pl.band_rows), parts = static_cast<int64_t>(k.schedule.parts.size());
+  auto body = [&](int64_t b) {
+    const int64_t n = b / bands, oy0 = b % bands * pl.band_rows, oy1 = std::min(a[1].out, oy0 + pl.band_rows);
+    int64_t lo = a[1].in, hi = -1;  // the input rows the band's taps read
+    for (int64_t oy = oy0; oy < oy1; ++oy) {
+      const AxisTaps& ty = k.schedule.y[oy];
+      if (ty.count == 0) continue;
+      lo = std::min(lo, ty.i0 - (ty.count - 1) * a[1].tap_i_step);
+      hi = std::max(hi, ty.i0);
+    }
+    if (hi < lo) lo = hi = 0;  // no taps: the rows store zeros and read nothing
+    S* band = row_scratch<S, 1>(static_cast<size_t>((hi - lo + 1) * row));
+    for (int64_t iy = lo; iy <= hi; ++iy) {
+      S* r = band + (iy - lo) * row;
+      std::fill(r, r + pl.halo_left * c, S{0});
+      std::fill(r + (pl.halo_left + x) * c, r + row, S{0});
+      const T* from = src + n * c * in_sp + iy * x;
+      if constexpr (std::is_same_v<T, S>)
+        transpose_block(from, in_sp, r + pl.halo_left * c, c, c, x);
+      else
+        transpose_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
+    }
+    for (int64_t g = 0; g < pl.groups; ++g)
+      for (int64_t ob = 0; ob < geo.ob_calls; ++ob)
+        for (int64_t oy = oy0; oy < oy1; ++oy)
+          for (int64_t part = 0; part < parts; ++part)
+            run_task_at(k, geo, Task{g, ob * pl.oc_loop, n, 0, oy, part}, 0, static_cast<const S*>(band),
+                        n * pl.src_n + lo * row, packed, dst);
+  };
+  for_rows(pl.batch * bands, pl.parallel, body, pl.nt_stores);
+}
+
 // The row families, reading S: the source as given (S = T) or a copy (S = T, or float when the plan widens
 // it).
 template <typename S, typename T>
 void execute_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+  if (k.plan.band_rows) return run_banded<S>(k, src, packed, dst);
   const Problem& p = k.problem;
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;

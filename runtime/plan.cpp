@@ -20,43 +20,6 @@ constexpr const char* kIcPairsNeeds =
     "ic_pairs needs bf16 data, the direct, gemm, dot, col_x or gemm_x family, AVX-512, a CPU with "
     "avx512_bf16 and input channels adjacent (not layout src_in_place)";
 
-// The one refusal of widen_src.
-constexpr const char* kWidenSrcNeeds =
-    "widen_src needs bf16 or f16 data, the direct, gemm or depthwise family without ic_pairs, and the "
-    "source channels adjacent (NXC, or NCX through the row buffer or scratch)";
-
-bool widen_src_possible(const Plan& pl) {
-  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                      pl.algorithm == Algorithm::depthwise;
-  const bool layout = pl.layout == LayoutPath::nxc || pl.layout == LayoutPath::ncx_row_buffer ||
-                      pl.layout == LayoutPath::ncx_via_scratch;
-  return pl.dtype != DType::f32 && !pl.ic_pairs && pl.ic_blocks == 1 && family && layout;
-}
-
-void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h) {
-  const bool possible = widen_src_possible(pl);
-  check_hint(h.widen_src != 1 || possible, kWidenSrcNeeds);
-  pl.widen_src = possible && (h.widen_src >= 0 ? h.widen_src == 1 : widen_src_pays(pl, p));
-}
-
-// A kernel reading f16 widens each element it broadcasts (AVX2: vpbroadcastw + vcvtph2ps), or on AVX-512
-// each pixel's unrolled channels into a stack slot; a copy widened once costs a pass over the source and
-// then twice its bytes at every read. Measured, NXC, 2 threads (docs/data/widen_src_*):
-// - AVX2, two output vectors or fewer (each widened element feeds at most two FMAs) and at least 1024
-//   FLOPs per source element: 0.95-1.18x, geomean 1.09 on all 73 such suite layers; below that the
-//   f32 copy's bytes cost more (wavenet_bwd_d32, 256 FLOPs per element, 0.77); gemm with three vectors
-//   0.96-1.06.
-// - AVX-512: one to three input channels, too few to widen as a group: 1.08-1.52x on all 5 such layers;
-//   over all 176 layers geomean 0.92.
-// - depthwise (a vector of channels per load, few FLOPs per element) 0.43-0.75; bf16, whose widening is
-//   one shift, 0.88-1.07 on AVX2.
-bool widen_src_pays(const Plan& pl, const Problem& p) {
-  if (pl.dtype != DType::f16 || pl.algorithm == Algorithm::depthwise) return false;
-  if (pl.isa == Isa::avx512_core) return pl.ic_per_group <= 3;
-  const int64_t taps = std::accumulate(p.kernel.begin(), p.kernel.end(), int64_t{1}, std::multiplies<>());
-  return pl.oc_vectors <= 2 && 2 * p.c_out_per_group() * taps >= 1024;
-}
-
 void choose_ic_pairs(Plan& pl, const TuningHints& h) {
   const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
                         (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
@@ -225,6 +188,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.ic_pairs) os << "_icp";
   if (pl.bf16_even_odd) os << "_eo";
   if (pl.widen_src) os << "_w32";
+  if (pl.band_rows) os << "_bnd" << pl.band_rows;
   if (pl.ic_unroll > 1) os << "_u" << pl.ic_unroll;  // the code differs by its unroll
   if (pl.oc_loop > 1) os << "_ocl";
   if (pl.nt_stores) os << "_nt";
@@ -431,6 +395,7 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   choose_oc_loop(pl, h);
   choose_ic_blocks(pl, h);
   choose_widen_src(pl, p, h);
+  choose_band_rows(pl, h);
   // Whole vector pairs (so no masks) and one register left for the odd-channel mask.
   pl.bf16_even_odd = !pl.widen_src && pl.algorithm == Algorithm::depthwise && pl.dtype == DType::bf16 &&
                      pl.isa == Isa::avx512_core && pl.oc_per_group % 32 == 0 && pl.oc_vectors % 2 == 0 &&
@@ -447,6 +412,7 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
   check_hint(h.pack_src != 1 || pl.algorithm == Algorithm::gemm_x, "pack_src applies to the gemm_x family");
   check_hint(h.ic_pairs != 1 || pl.ic_pairs, kIcPairsNeeds);
   check_hint(h.widen_src != 1 || pl.widen_src, kWidenSrcNeeds);
+  check_hint(h.band_rows <= 0 || pl.band_rows > 0, kBandRowsNeeds);
 }
 
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel). Little

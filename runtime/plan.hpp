@@ -126,6 +126,9 @@ struct Plan {
   // 16-bit data, row families without pairs: the kernel reads a copy of the source widened to f32
   // (TuningHints::widen_src); its strides count f32 elements, the output keeps the data type.
   bool widen_src = false;
+  // ncx_row_buffer, 2-D: output rows per band (TuningHints::band_rows); a task transposes the input rows
+  // its band reads into a thread-local NXC band laid out like the whole-source copy (0: that copy).
+  int64_t band_rows = 0;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real channels of the last input-channel vector (0 = all; with
                                 // ic_pairs a vector holds 2 * lanes channels)
@@ -151,6 +154,7 @@ struct Plan {
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.
   bool copies_src() const {
+    if (band_rows) return false;  // each band task copies its own rows
     return has_halo() || widen_src || layout == LayoutPath::ncx_row_buffer ||
            layout == LayoutPath::ncx_via_scratch || layout == LayoutPath::ncx_src_copy;
   }
@@ -203,6 +207,15 @@ void choose_ic_pairs(Plan& pl, const TuningHints& h);
 bool widen_src_possible(const Plan& pl);
 void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h);
 bool widen_src_pays(const Plan& pl, const Problem& p);
+// Bands of the NCX source transposed per task (Plan::band_rows): where the plan allows them, the band
+// height by the hint or default_band_rows (0: the whole-source copy).
+bool band_possible(const Plan& pl);
+bool band_rows_pay(const Plan& pl);
+void choose_band_rows(Plan& pl, const TuningHints& h);
+int64_t default_band_rows(const Plan& pl);
+// The one refusal of each of these hints (runtime/plan_copies.cpp).
+extern const char* const kWidenSrcNeeds;
+extern const char* const kBandRowsNeeds;
 bool depthwise_x_applies(const Problem& p, Isa isa);
 // At most this many output channels per group take the dot families (dot, dot_x).
 constexpr int64_t kDotMaxOc = 4;

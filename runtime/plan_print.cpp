@@ -74,6 +74,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (pl.dtype == DType::bf16) c.ic_pairs = pl.ic_pairs ? 1 : 0;  // a choice only bf16 data has
   if (nt_stores_possible(pl)) c.nt_stores = pl.nt_stores ? 1 : 0;  // likewise: where the stores can be
   if (widen_src_possible(pl)) c.widen_src = pl.widen_src ? 1 : 0;  // likewise: 16-bit row families
+  if (band_possible(pl)) c.band_rows = static_cast<int>(pl.band_rows);  // likewise: NCX row buffers
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
@@ -117,6 +118,7 @@ std::string Plan::to_json() const {
   j["prefetch_src"] = prefetch_src;
   j["pack_src"] = pack_src;
   j["widen_src"] = widen_src;
+  j["band_rows"] = band_rows;
   j["ic_unroll"] = ic_unroll;
   j["x_split"] = x_split;
   j["oc_loop"] = oc_loop;

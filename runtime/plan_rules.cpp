@@ -52,6 +52,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "
                                       "alias in L1 (a multiple of 4 KiB apart)"},
       {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
+      {{"band_rows", ""},
+       "choose_band_rows: NCX row buffers take bands of about 256 KB of input rows (halved toward 16 tasks) "
+       "where such a band holds 8 times the input rows it shares with the next and there are 8+ bands; "
+       "otherwise the whole source is transposed first"},
       {{"widen_src", ""},
        "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy) on AVX2 with at most two "
        "output vectors per block and 1024+ FLOPs per source element, on AVX-512 with at most 3 input channels "

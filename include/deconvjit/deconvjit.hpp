@@ -132,6 +132,10 @@ struct TuningHints {
   // off, 1 on. On: the source is widened to f32 once (exactly) into a copy that the kernel reads like
   // f32 data, instead of widening every element each time a tap reads it; the output keeps its type.
   int widen_src = -1;
+  // NCX through the row buffer, 2-D, direct and gemm families: -1 heuristic, 0 off, n > 0: a task takes a
+  // band of n output rows of one image, transposes the input rows they read into a thread-local NXC band
+  // and runs the band's rows on it, instead of the whole source being transposed first.
+  int band_rows = -1;
 
   bool empty() const;  // every field left to the heuristic
 };

@@ -402,6 +402,54 @@ TEST_P(KernelCases, WidenedSource) {
   EXPECT_FALSE(widened(k3(32, 32).groups(32).kernel({5, 5}).input({4, 6})));
 }
 
+// The NCX source transposed band by band (band_rows) rather than whole: bands of one row and of the whole
+// height, a halo, pads, output rows with no taps (stride above the kernel), groups, batches on oneTBB, a
+// widened 16-bit band. Refused by name for NXC data and 3-D rows.
+TEST_P(KernelCases, SourceBands) {
+  auto k3 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NCX);
+  };
+  auto bands = [](int rows) {
+    TuningHints h;
+    h.layout = "row_buffer";
+    h.algorithm = "direct";
+    h.band_rows = rows;
+    return h;
+  };
+  TuningHints halo = bands(3), widened = bands(2);
+  halo.x_halo = 1;
+  widened.widen_src = 1;
+  std::vector<DeconvTester> cases = {
+      k3(7, 20).input({9, 11}).hints(bands(1)),
+      k3(7, 20).input({9, 11}).pads({1, 1}, {1, 1}).hints(bands(17)),
+      k3(33, 40).batch(3).input({12, 21}).kernel({4, 4}).pads({1, 1}, {1, 1}).hints(halo),
+      k3(6, 5).input({7, 9}).kernel({1, 1}).stride({2, 2}).hints(bands(2)),  // every other row has no tap
+      k3(8, 12).groups(2).input({6, 10}).hints(bands(4)),
+  };
+  if (dtype() != DType::f32) cases.push_back(k3(9, 17).input({8, 13}).hints(widened));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    DeconvTester t = cases[i];
+    t.Test();
+    const nlohmann::json plan = plan_of(t);
+    EXPECT_EQ(plan.at("layout"), "ncx_row_buffer");
+    EXPECT_GT(plan.at("band_rows").get<int>(), 0);
+  }
+  // The default: bands where 256 KB of input rows hold 8 times the rows two bands share (k3 s1: 16
+  // output rows) and make 8 or more tasks (4 images of 3 bands), else the whole copy (1 image).
+  auto band_of = [&](int64_t n) {
+    return plan_of(k3(8, 32).batch(n).input({40, 24}).stride({1, 1})).at("band_rows").get<int>();
+  };
+  EXPECT_EQ(band_of(4), 16);
+  EXPECT_EQ(band_of(1), 0);
+  TuningHints only;
+  only.band_rows = 2;
+  expect_refused(k3(4, 4).input({5, 5}).layout(DataFormat::NXC).hints(only), "band_rows", "bands of NXC data");
+  expect_refused(T().rank(3).channels(3, 3).input({3, 4, 5}).kernel({2, 2, 2}).stride({1, 1, 1})
+                     .layout(DataFormat::NCX).hints(bands(2)),
+                 "band_rows", "bands of 3-D rows");
+}
+
 TEST_P(KernelCases, Groups) {
   for (DataFormat f : kFormats)
     for (WeightsFormat w : kWeightFormats) {

@@ -1,0 +1,117 @@
+// Planning, how the source reaches the row kernels when it is copied: widened to f32 once
+// (Plan::widen_src), and for NCX through the row buffer, band by band (Plan::band_rows) rather than as one
+// whole-tensor transpose.
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "runtime/int_math.hpp"
+#include "runtime/plan.hpp"
+
+namespace deconvjit::detail {
+
+// The one refusal of widen_src.
+const char* const kWidenSrcNeeds =
+    "widen_src needs bf16 or f16 data, the direct, gemm or depthwise family without ic_pairs, and the "
+    "source channels adjacent (NXC, or NCX through the row buffer or scratch)";
+
+bool widen_src_possible(const Plan& pl) {
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                      pl.algorithm == Algorithm::depthwise;
+  const bool layout = pl.layout == LayoutPath::nxc || pl.layout == LayoutPath::ncx_row_buffer ||
+                      pl.layout == LayoutPath::ncx_via_scratch;
+  return pl.dtype != DType::f32 && !pl.ic_pairs && pl.ic_blocks == 1 && family && layout;
+}
+
+void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = widen_src_possible(pl);
+  check_hint(h.widen_src != 1 || possible, kWidenSrcNeeds);
+  pl.widen_src = possible && (h.widen_src >= 0 ? h.widen_src == 1 : widen_src_pays(pl, p));
+}
+
+// A kernel reading f16 widens each element it broadcasts (AVX2: vpbroadcastw + vcvtph2ps), or on AVX-512
+// each pixel's unrolled channels into a stack slot; a copy widened once costs a pass over the source and
+// then twice its bytes at every read. Measured, NXC, 2 threads (docs/data/widen_src_*):
+// - AVX2, two output vectors or fewer (each widened element feeds at most two FMAs) and at least 1024
+//   FLOPs per source element: 0.95-1.18x, geomean 1.09 on all 73 such suite layers; below that the
+//   f32 copy's bytes cost more (wavenet_bwd_d32, 256 FLOPs per element, 0.77); gemm with three vectors
+//   0.96-1.06.
+// - AVX-512: one to three input channels, too few to widen as a group: 1.08-1.52x on all 5 such layers;
+//   over all 176 layers geomean 0.92.
+// - depthwise (a vector of channels per load, few FLOPs per element) 0.43-0.75; bf16, whose widening is
+//   one shift, 0.88-1.07 on AVX2.
+bool widen_src_pays(const Plan& pl, const Problem& p) {
+  if (pl.dtype != DType::f16 || pl.algorithm == Algorithm::depthwise) return false;
+  if (pl.isa == Isa::avx512_core) return pl.ic_per_group <= 3;
+  const int64_t taps = std::accumulate(p.kernel.begin(), p.kernel.end(), int64_t{1}, std::multiplies<>());
+  return pl.oc_vectors <= 2 && 2 * p.c_out_per_group() * taps >= 1024;
+}
+
+// The one refusal of band_rows.
+const char* const kBandRowsNeeds =
+    "band_rows needs NCX data through the row buffer, 2-D (or 1-D) rows of the direct or gemm family, no "
+    "batch blocking and one pass over the input channels";
+
+bool band_possible(const Plan& pl) {
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
+  return family && pl.layout == LayoutPath::ncx_row_buffer && !pl.block_over_batch && pl.ic_blocks == 1 &&
+         pl.axes[0].in == 1 && pl.axes[0].out == 1 && pl.axes[1].in > 1;
+}
+
+namespace {
+
+constexpr int64_t kBandBytes = 256 << 10;  // input rows per band: a quarter of a 1 MiB L2
+constexpr int64_t kBandTasks = 16;         // bands per problem the default height aims at
+
+// Output rows per band of kBandBytes of input rows.
+int64_t rows_in_l2(const Plan& pl) {
+  const Axis& y = pl.axes[1];
+  const int64_t row_bytes = pl.axes[2].in * pl.ic_per_group * pl.groups * pl.src_elem_bytes();
+  const int64_t in_rows = std::max<int64_t>(1, kBandBytes / std::max<int64_t>(row_bytes, 1));
+  return std::clamp<int64_t>(in_rows * y.tap_k_step / y.tap_i_step, 1, y.out);
+}
+
+// The least band height whose input rows are at least 8 times the rows it shares with the next band
+// (those are transposed twice): a tap span of (taps - 1) * tap_i_step rows.
+int64_t min_band_rows(const Plan& pl) {
+  const Axis& y = pl.axes[1];
+  const int64_t shared = (ceil_div(y.kernel, y.tap_k_step) - 1) * y.tap_i_step;
+  return std::min(y.out, 8 * shared * y.tap_k_step / y.tap_i_step);
+}
+
+}  // namespace
+
+// Bands of about 256 KB of input rows, halved (not below min_band_rows) until they make 16 tasks.
+int64_t default_band_rows(const Plan& pl) {
+  const int64_t floor = std::max<int64_t>(1, min_band_rows(pl));
+  int64_t rows = std::max(rows_in_l2(pl), floor);
+  while (rows > floor && pl.batch * ceil_div(pl.axes[1].out, rows) < kBandTasks)
+    rows = std::max((rows + 1) / 2, floor);
+  return rows;
+}
+
+// Each band transposes its input rows and runs its rows while they are in L2, so the source crosses
+// memory once instead of three times, and one parallel loop runs instead of two. Measured against the
+// whole-source copy, NCX, 2 threads: the heights of this file's rule on every suite layer
+// (docs/data/band_rows_sweep_f32_2t.jsonl): where a 256 KB band holds 8 times the rows it shares with
+// the next, 0.97-1.33; 4-8 times, 0.80-1.10 (deconvnet_deconv5 0.80); fewer, 0.73-1.10
+// (stylegan2_fused_r64_b4 0.74). The default as it stands (band_rows_default_vs_copy_*_2t.jsonl): f32
+// 1.067x geomean on 16 layers, 0.92-1.40 (pointpillars_up1_k1 1.40, resnet50_bwd_l2down_b16 1.27);
+// bf16 1.077x on 27, 0.92-1.45. Fewer than 8 bands keep the copy, which every thread shares.
+bool band_rows_pay(const Plan& pl) {
+  const int64_t rows = default_band_rows(pl);
+  return rows_in_l2(pl) >= min_band_rows(pl) && pl.batch * ceil_div(pl.axes[1].out, rows) >= kBandTasks / 2;
+}
+
+void choose_band_rows(Plan& pl, const TuningHints& h) {
+  const bool possible = band_possible(pl);
+  check_hint(h.band_rows <= 0 || possible, kBandRowsNeeds);
+  check_hint(h.band_rows <= pl.axes[1].out, "band_rows is at most the output height (" +
+                                                std::to_string(pl.axes[1].out) + ")");
+  if (!possible || h.band_rows == 0)
+    pl.band_rows = 0;
+  else
+    pl.band_rows = h.band_rows > 0 ? h.band_rows : band_rows_pay(pl) ? default_band_rows(pl) : 0;
+}
+
+}  // namespace deconvjit::detail
