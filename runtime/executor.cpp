@@ -373,10 +373,7 @@ void transpose(const T* in, S* out, int64_t images, int64_t rows, int64_t cols, 
     const int64_t nr = std::min(rows - r0, chunk), nc = std::min(run * map.x + map.x - c0, piece);
     const T* from = in + n * rows * cols + r0 * cols + c0;
     S* to = out + n * out_image + map(c0) * rows + r0;
-    if constexpr (std::is_same_v<T, S>)
-      transpose_block(from, cols, to, rows, nr, nc);
-    else
-      transpose_block(from, cols, to, rows, nr, nc, type);  // widened on the way
+    move_block(from, cols, to, rows, nr, nc, type);
   };
   const int64_t tasks = images * chunks * runs * pieces;
   if (!parallel) {
@@ -418,10 +415,7 @@ void prepare_src(const CompiledKernel& k, const T* src, S* out) {
     const int64_t r = t / pieces, i = t % pieces * piece, n = std::min(piece, row - i);
     const T* from = src + r * row + i;
     S* to = out + (r * xp + map.left) * c + i;
-    if constexpr (std::is_same_v<T, S>)
-      std::memcpy(to, from, sizeof(T) * n);
-    else
-      widen(from, to, n, p.dtype);
+    move_run(from, to, n, p.dtype);
     if (i == 0 && pl.has_halo()) zero_halo(r);
   });
 }
@@ -502,10 +496,7 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
       std::fill(r, r + pl.halo_left * c, S{0});
       std::fill(r + (pl.halo_left + x) * c, r + row, S{0});
       const T* from = src + n * c * in_sp + iy * x;
-      if constexpr (std::is_same_v<T, S>)
-        transpose_block(from, in_sp, r + pl.halo_left * c, c, c, x);
-      else
-        transpose_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
+      move_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
     }
     for (int64_t g = 0; g < pl.groups; ++g)
       for (int64_t ob = 0; ob < geo.ob_calls; ++ob)

@@ -123,9 +123,9 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   // channels. Measured 1.06-1.18x on all such suite layers, NXC and NCX (2 threads, linknet_final 1.15,
   // densepose_index_uv_b8 1.18; docs/data/f16_unroll8_sweep_*_2t.jsonl); worse at one vector
   // (ov_spec_ex1 0.91) and four (sbl_deconv1 0.97); f32 gains nothing (0.97-1.00).
-  const bool widen8 = pl.dtype == DType::f16 && z && nv == 2 && pl.algorithm != Algorithm::depthwise &&
-                      pl.layout != LayoutPath::ncx_src_in_place && pl.ic_per_group >= 8;
-  pl.ic_unroll = h.ic_unroll ? h.ic_unroll : static_cast<int>(std::min<int64_t>(widen8 ? 8 : 4, pl.ic_per_group));
+  const bool unroll8 = pl.dtype == DType::f16 && z && nv == 2 && pl.algorithm != Algorithm::depthwise &&
+                       pl.layout != LayoutPath::ncx_src_in_place && pl.ic_per_group >= 8;
+  pl.ic_unroll = h.ic_unroll ? h.ic_unroll : static_cast<int>(std::min<int64_t>(unroll8 ? 8 : 4, pl.ic_per_group));
   check_hint(pl.ic_unroll >= 1 && pl.ic_unroll <= 64, "ic_unroll must be in [1, 64]");
 }
 

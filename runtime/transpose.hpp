@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "deconvjit/deconvjit.hpp"
 
@@ -18,5 +20,23 @@ void transpose_block(const uint16_t* in, int64_t in_stride, float* out, int64_t 
                      int64_t cols, DType type);
 // n contiguous bf16 or f16 elements widened to f32, exactly.
 void widen(const uint16_t* in, float* out, int64_t n, DType type);
+
+// The movers of a source copy of element type S from data of type T (`type`): as bits when the types
+// match, widened to f32 (Plan::widen_src) when they do not.
+template <typename T, typename S>
+void move_block(const T* in, int64_t in_stride, S* out, int64_t out_stride, int64_t rows, int64_t cols,
+                DType type) {
+  if constexpr (std::is_same_v<T, S>)
+    transpose_block(in, in_stride, out, out_stride, rows, cols);
+  else
+    transpose_block(in, in_stride, out, out_stride, rows, cols, type);
+}
+template <typename T, typename S>
+void move_run(const T* in, S* out, int64_t n, DType type) {
+  if constexpr (std::is_same_v<T, S>)
+    std::memcpy(out, in, sizeof(T) * static_cast<size_t>(n));
+  else
+    widen(in, out, n, type);
+}
 
 }  // namespace deconvjit::detail

@@ -353,8 +353,8 @@ TEST_P(KernelCases, UnrolledChannelGroups) {
       }
   const nlohmann::json two = plan_of(T().channels(24, 32).input({8, 8}).kernel({3, 3}).stride({2, 2}));
   if (isa() == Isa::avx512_core) ASSERT_EQ(two.at("oc_vectors").get<int>(), 2);
-  const bool widen8 = dtype() == DType::f16 && isa() == Isa::avx512_core;
-  EXPECT_EQ(two.at("ic_unroll").get<int>(), widen8 ? 8 : 4);
+  const bool unroll8 = dtype() == DType::f16 && isa() == Isa::avx512_core;
+  EXPECT_EQ(two.at("ic_unroll").get<int>(), unroll8 ? 8 : 4);
   const nlohmann::json four = plan_of(T().channels(24, 64).input({8, 8}).kernel({3, 3}).stride({2, 2}));
   EXPECT_EQ(four.at("ic_unroll").get<int>(), 4);
 }
