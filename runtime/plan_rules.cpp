@@ -28,7 +28,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "better, every other row family through a row buffer"},
       {{"ur_w", ""},
        "choose_tile: the widest block that fits the register file next to its weight vectors and "
-       "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase"},
+       "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase, and "
+       "narrowed (fit_block_to_l1_sets) until no L1 set holds more than 8 of the source lines one reduction "
+       "step reads (pixels a multiple of 2 KiB apart)"},
       {{"ur_w", "gemm_x"}, "plan_gemm_x: as many input vectors (up to 3) as the row, or the plane, holds"},
       {{"ur_w", "depthwise_x"}, "depthwise_x choose_tile: one vector per FMA chain needed to hide latency, "
                                 "capped by the row's vectors"},

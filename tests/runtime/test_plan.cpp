@@ -368,6 +368,25 @@ TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
   EXPECT_TRUE(many.prefetch_src);
 }
 
+// A block's pixels each read a line at the same channel offset; where they are a multiple of 2 KiB apart
+// those lines share one or two L1 sets, and a block holds no more of them per set than 8 ways keep.
+TEST(PlanHeuristic, BlocksKeepTheirSourceLinesWithinEightL1Ways) {
+  const DeconvTester base = DeconvTester().layout(DataFormat::NXC).input({28, 28}).kernel({4, 4}).stride({2, 2})
+                                .pads({1, 1}, {1, 1});
+  auto ur = [](const DeconvTester& t, Isa isa = Isa::avx512_core) { return plan_for(t, isa).ur_w; };
+  EXPECT_EQ(ur(DeconvTester(base).channels(512, 15)), 14);  // 2 KiB apart: 2 sets, 7 lines each
+  EXPECT_EQ(ur(DeconvTester(base).channels(1024, 15)), 7);  // 4 KiB: one set
+  TuningHints direct;
+  direct.algorithm = "direct";
+  EXPECT_EQ(plan_for(DeconvTester(base).channels(1024, 8), Isa::avx2, direct).ur_w, 7);  // 12 would fit
+  EXPECT_EQ(ur(DeconvTester(base).channels(500, 15)), 28);  // spread over the sets
+  EXPECT_EQ(ur(DeconvTester(base).channels(512, 15).dtype(DType::bf16)), 28);  // 1 KiB: 4 sets
+  EXPECT_EQ(ur(DeconvTester(base).channels(1, 1)), 28);  // pixels in one line
+  TuningHints h;
+  h.ur_w = 28;
+  EXPECT_EQ(plan_for(DeconvTester(base).channels(1024, 15), Isa::avx512_core, h).ur_w, 28);
+}
+
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
   std::mt19937 rng(5);
   for (int i = 0; i < 100; ++i) {
