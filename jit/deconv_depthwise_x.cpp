@@ -332,7 +332,7 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
 // With Plan::nt_stores, whole vectors leave by non-temporal stores where this block starts a cache line
 // (channels are planes of whole vectors apart, vectors along a row follow each other).
 void DepthwiseXGenerator::emit_store(int64_t b, int vectors) {
-  emit_stores_by_line(pl_.nt_stores, r_xd, [&](bool nt) { emit_store_as(b, vectors, nt); });
+  emit_stores_by_line(pl_.kernel_nt_stores(), r_xd, [&](bool nt) { emit_store_as(b, vectors, nt); });
 }
 
 void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {

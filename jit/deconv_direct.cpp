@@ -267,7 +267,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_store() override {
     if (pl_.dst_c != 1) return emit_scatter_store();
-    emit_stores_by_line(pl_.nt_stores, r_dst, [&](bool nt) { emit_contiguous_store(nt); });
+    emit_stores_by_line(pl_.kernel_nt_stores(), r_dst, [&](bool nt) { emit_contiguous_store(nt); });
   }
 
   void emit_contiguous_store(bool nt) {

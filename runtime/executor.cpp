@@ -147,9 +147,17 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
   const int64_t row = (t.oz * a[1].out + t.oy) * a[2].out + part.x0;
   const int64_t n_begin = pl.block_over_batch ? 0 : t.n;
   const int64_t n_end = pl.block_over_batch ? pl.batch : t.n + 1;
-  for (int64_t n = n_begin; n < n_end; ++n)
-    transpose_block(buf + (n - n_begin) * pl.dst_n, pl.dst_x, dst + (n * p.c_out + oc0) * out_sp + row,
-                    out_sp, part.x1 - part.x0, channels);
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    const T* from = buf + (n - n_begin) * pl.dst_n;
+    T* to = dst + (n * p.c_out + oc0) * out_sp + row;
+    if constexpr (std::is_same_v<T, float>) {
+      if (pl.isa == Isa::avx512_core) {
+        transpose_block_avx512(from, pl.dst_x, to, out_sp, part.x1 - part.x0, channels, pl.nt_stores);
+        continue;
+      }
+    }
+    transpose_block(from, pl.dst_x, to, out_sp, part.x1 - part.x0, channels);
+  }
 }
 
 // T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert. S: the source

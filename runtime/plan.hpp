@@ -99,6 +99,8 @@ struct Plan {
   // Whole output vectors leave by non-temporal stores in each store block whose first address the kernel
   // finds vector-aligned (see TuningHints::nt_stores); masked tails and misaligned blocks store as usual.
   bool nt_stores = false;
+  // Non-temporal stores by the kernel itself: into dst, never into the row buffer (its flush takes them).
+  bool kernel_nt_stores() const { return nt_stores && !row_buffered(layout); }
   // col_x: software prefetch of each channel row's piece two tiles ahead (see plan_col_x).
   bool prefetch_src = false;
 
@@ -232,12 +234,15 @@ inline double lane_use(int64_t channels, int lanes) {
 // each store block's vectors are whole vectors apart, so the block's first address decides whether all of
 // them are aligned.
 bool nt_stores_possible(const Plan& pl);
+void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
 // The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
 // the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
-// handle well until the output outgrows them (24 MB). NCX rows of many channel planes are many streams
-// at once, whose line reads miss even where the whole output would fit (2 MB).
+// handle well until the output outgrows them (24 MB). NCX rows of many channel planes are many streams at
+// once, whose line reads miss even where the whole output would fit (2 MB; from the row buffer's flush,
+// 4 MB as measured).
 inline int64_t nt_store_min_bytes(const Plan& pl) {
+  if (row_buffered(pl.layout)) return int64_t{4} << 20;  // measured: see choose_nt_stores
   return x_vector_family(pl.algorithm) ? int64_t{2} << 20 : int64_t{24} << 20;
 }
 // Input-channel steps of one reduction pass: channels, or pairs of them.

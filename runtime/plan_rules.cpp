@@ -78,7 +78,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"nt_stores", ""},
        "choose_nt_stores: non-temporal stores (where a block starts on a cache line) for outputs of at least 24 MB "
        "(NXC) or 2 MB (NCX planes) with at most 96 FLOPs per output byte (48 at AVX2's half rate, 192 with bf16 "
-       "pairs), in the direct, depthwise, depthwise_x and dot_x families (gemm measured slower with them)"},
+       "pairs), in the direct, depthwise, depthwise_x and dot_x families (gemm measured slower with them); "
+       "NCX through the row buffer: by its flush from 4 MB of output at any arithmetic"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 1 MiB of operands; smaller problems run on the calling thread"},
       {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer)"},

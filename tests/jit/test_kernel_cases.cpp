@@ -333,6 +333,47 @@ TEST_P(KernelCases, NonTemporalStores) {
   }
 }
 
+// nt_stores through the row buffer: the flush's AVX-512 transposes send each channel's run of 16 outputs
+// out non-temporally where it starts a line (f32 NCX, output rows a whole number of vectors). Parts of a
+// row that start mid-line (x_split 3 of 48), bands, blocks across images, 1-D and 3-D rows, tails after
+// dst that shift every run off alignment. Refused by name elsewhere (AVX2, 16-bit data, rows of 15).
+TEST_P(KernelCases, NonTemporalFlush) {
+  auto rows = [](int x_split, int band_rows, int batch_block) {
+    TuningHints h;
+    h.layout = "row_buffer";
+    h.algorithm = "direct";
+    h.nt_stores = 1;
+    h.x_split = x_split;
+    h.band_rows = band_rows;
+    h.batch_block = batch_block;
+    return h;
+  };
+  const DeconvTester k2 = T().channels(8, 40).input({5, 8}).kernel({2, 2}).stride({2, 2});
+  const std::vector<DeconvTester> cases = {
+      DeconvTester(k2).hints(rows(0, 0, 0)),
+      DeconvTester(k2).input({4, 24}).hints(rows(3, 0, 0)),
+      DeconvTester(k2).input({6, 8}).hints(rows(0, 2, 0)),
+      DeconvTester(k2).batch(4).input({3, 8}).hints(rows(0, 0, 1)),
+      T().rank(1).channels(5, 17).input({24}).kernel({4}).stride({2}).pads({1}, {1}).hints(rows(0, 0, 0)),
+      T().rank(3).channels(4, 9).input({2, 3, 8}).kernel({2, 2, 2}).stride({2, 2, 2}).hints(rows(0, 0, 0)),
+  };
+  const bool possible = isa() == Isa::avx512_core && dtype() == DType::f32;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    if (!possible) {
+      expect_refused(cases[i], "nt_stores", "a non-temporal flush off AVX-512 f32");
+      continue;
+    }
+    EXPECT_TRUE(plan_of(cases[i]).at("nt_stores").get<bool>());
+    EXPECT_EQ(plan_of(cases[i]).at("layout"), "ncx_row_buffer");
+    for (int64_t tail : {0, 1, 3, 8}) {
+      SCOPED_TRACE("elements after dst: " + std::to_string(tail));
+      DeconvTester(cases[i]).dst_tail(tail).Test();
+    }
+  }
+  expect_refused(DeconvTester(k2).input({5, 7}).kernel({3, 3}).hints(rows(0, 0, 0)), "nt_stores", "rows of 15");
+}
+
 TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
   for (int64_t c_in : {1, 7, 37, 64})
     for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();

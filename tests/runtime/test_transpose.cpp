@@ -1,11 +1,14 @@
 // transpose_block, the NCX <-> NXC mover (f32, and 16-bit elements as bits): every shape from 1x1 to 17x17 (full 8x8 tiles, ragged rows,
-// ragged columns, both), with strides wider than the block, each buffer ending right before an
-// inaccessible page so that any read or write past the block faults.
+// ragged columns, both; the AVX-512 f32 mover up to 33x33), with strides wider than the block, each
+// buffer ending right before an inaccessible page so that any read or write past the block faults.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <immintrin.h>
+
 #include <cstdint>
+#include <vector>
 
 #include "runtime/half.hpp"
 #include "runtime/transpose.hpp"
@@ -41,12 +44,12 @@ class GuardedBuffer {
   T* data_ = nullptr;
 };
 
-// f32 (float) and the 16-bit types (their bits, uint16_t) have a mover each.
-template <typename T>
-void every_shape_up_to_17() {
-  for (int64_t rows = 1; rows <= 17; ++rows)
-    for (int64_t cols = 1; cols <= 17; ++cols)
-      for (int64_t pad : {0, 3}) {
+// f32 (float) and the 16-bit types (their bits, uint16_t) have a mover each; f32 on AVX-512 a second one.
+template <typename T, typename Move>
+void every_shape_up_to(int64_t most, const std::vector<int64_t>& pads, Move move) {
+  for (int64_t rows = 1; rows <= most; ++rows)
+    for (int64_t cols = 1; cols <= most; ++cols)
+      for (int64_t pad : pads) {
         const int64_t is = cols + pad, os = rows + 2 * pad;
         GuardedBuffer<T> in((rows - 1) * is + cols), out((cols - 1) * os + rows);
         ASSERT_NE(in.get(), nullptr);
@@ -55,7 +58,7 @@ void every_shape_up_to_17() {
           for (int64_t c = 0; c < is && r * is + c < (rows - 1) * is + cols; ++c)
             in.get()[r * is + c] = c < cols ? static_cast<T>(r * 100 + c) : static_cast<T>(9999);
         for (int64_t i = 0; i < (cols - 1) * os + rows; ++i) out.get()[i] = static_cast<T>(7777);
-        transpose_block(in.get(), is, out.get(), os, rows, cols);
+        move(in.get(), is, out.get(), os, rows, cols);
         for (int64_t c = 0; c < cols; ++c)
           for (int64_t i = 0; i < os && c * os + i < (cols - 1) * os + rows; ++i) {
             // Inside the block: the transposed value; in the stride gap: untouched.
@@ -65,8 +68,28 @@ void every_shape_up_to_17() {
       }
 }
 
+template <typename T>
+void every_shape_up_to_17() {
+  every_shape_up_to<T>(17, {0, 3}, [](const T* in, int64_t is, T* out, int64_t os, int64_t rows, int64_t cols) {
+    transpose_block(in, is, out, os, rows, cols);
+  });
+}
+
 TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) { every_shape_up_to_17<float>(); }
 TEST(TransposeBlock, SixteenBitElementsEveryShapeUpTo17StayInsideTheirBlock) { every_shape_up_to_17<uint16_t>(); }
+
+// The AVX-512 mover: whole 16x16 tiles, ragged ones under masks, two tiles each way; with and without
+// non-temporal stores (taken where a column's run of 16 starts a line: rows 16 or 32 with a stride that
+// keeps the buffer's start aligned).
+TEST(TransposeBlock, Avx512TilesEveryShapeUpTo33StayInsideTheirBlock) {
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+  for (bool nt : {false, true})
+    every_shape_up_to<float>(33, {0, 8}, [nt](const float* in, int64_t is, float* out, int64_t os, int64_t rows,
+                                              int64_t cols) {
+      transpose_block_avx512(in, is, out, os, rows, cols, nt);
+      _mm_sfence();
+    });
+}
 
 // The widening mover (Plan::widen_src): bf16 and f16 bit patterns r * 100 + c (f16 subnormals below
 // 1024, normals above) come out as their exact f32 values, in every shape, inside the block only.

@@ -1,0 +1,72 @@
+// Planning of the output's stores: whether whole lines leave by non-temporal stores (Plan::nt_stores),
+// from the kernel where it writes dst itself, or from the row buffer's flush.
+#include "runtime/plan.hpp"
+
+namespace deconvjit::detail {
+
+// Every store block must write whole cache lines. A zmm store is one; a ymm store is half of one, and where
+// blocks start or end mid-line the write-combining buffer sends part-written lines to memory as slow
+// partial writes (AVX2, depthwise_x on 68-pixel rows, dla34_fairmot_dw256_f2: 0.081 -> 0.150 ms with them;
+// deeplabv3p_aspp_up4_dw 1.22x slower), while on whole lines they gained as much as on AVX-512
+// (mobilenetv2_bwd_dw96_b16 NXC 2.3 -> 1.15 ms). So AVX2 takes them in the NXC families only, where every
+// block holds an even number of whole vectors per pixel and pixels are whole lines apart; depthwise_x's
+// blocks along a row end wherever the row does. NCX rows are whole vectors too, so that every row is
+// aligned or none is: mixing plain and non-temporal stores over the same lines lost.
+bool nt_stores_possible(const Plan& pl) {
+  const bool zmm = pl.isa == Isa::avx512_core, f32 = pl.dtype == DType::f32;
+  // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart. The row buffer's flush:
+  // 16-element runs of a channel's row (transpose_block_avx512), each a line where the row starts one.
+  if (row_buffered(pl.layout)) return zmm && f32 && pl.ic_blocks == 1 && pl.axes[2].out % pl.lanes == 0;
+  if (x_vector_family(pl.algorithm))
+    return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
+           pl.axes[2].out % pl.lanes == 0;
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                      pl.algorithm == Algorithm::depthwise;
+  // A vector is a line for f32 zmm, half of one for f32 ymm and 16-bit zmm (16-bit ymm stores are not
+  // emitted non-temporally): then pixels must be whole lines apart and every block hold an even number of
+  // whole vectors.
+  const int64_t vbytes = pl.lanes * pl.elem_bytes();
+  const bool whole_lines = vbytes == 64 || (pl.dst_x * pl.elem_bytes() % 64 == 0 && pl.main.vectors % 2 == 0 &&
+                                            pl.last.vectors % 2 == 0 && pl.last.mask_lanes == 0);
+  return family && (f32 || zmm) && whole_lines && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 &&
+         pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
+}
+
+// Measured with nt_stores 1 against 0 on every suite layer with the choice (2 threads; docs/PERFORMANCE.md,
+// data in docs/data/nt_stores_sweep_*_2t.jsonl; see nt_store_min_bytes for the sizes):
+// - depthwise, 1-3 FLOPs per byte: NXC from 27 MB up 1.44-2.08x (dla34_centernet_dw64_f2_b16 2.08x,
+//   mobilenetv2_bwd_dw96_b16 1.83x), at 17 MB 1.05x, at 4-10 MB 0.79-0.82x; NCX (depthwise_x) from 2 MB
+//   up 0.97-1.71x (dla_up_dw64_f4 at 4 MB 1.60x, dla34_fairmot_dw64_f4 at 10 MB 1.60x), at 1-1.3 MB
+//   0.91-1.15x;
+// - direct at 64-72 FLOPs per byte from 32 MB: 1.06-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
+//   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); 0.98-1.03x at 16 MB; at 108 FLOPs per
+//   byte and more, 0.96-1.01x;
+// - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
+//   keeps plain stores unless hinted;
+// - the row buffer's flush (f32 NCX, AVX-512) from 4 MB: 1.00-1.18x on all 33 such suite layers, at any
+//   arithmetic (unet3d_up3 1.18x at 64 FLOPs per byte, johnson_up2_b4 1.16x, pix2pixhd_g1_up1 1.00x at
+//   1152); at 2-3.5 MB 0.89-1.09x (dilated_syn 0.89x), below 0.91-1.06x
+//   (docs/data/nt_flush_sweep_f32_2t.jsonl, tools/scripts/nt_flush_sweep.py).
+// The FLOPs per byte are those of AVX-512's f32 rate; at AVX2's half rate the arithmetic takes twice as
+// long next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs
+// per byte 4-7% slower), and bf16 channel pairs (twice the rate) double it.
+constexpr double kNtStoreFlopsPerByte = 96;
+
+void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = nt_stores_possible(pl);
+  check_hint(h.nt_stores != 1 || possible,
+             "nt_stores needs data written straight into dst in whole cache lines: NXC by the direct, gemm or "
+             "depthwise family in one reduction pass with output pixels a whole number of vectors apart (where a "
+             "vector is half a line, f32 on AVX2 or 16-bit data on AVX-512: pixels whole lines apart and an even "
+             "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x, or by the row buffer's "
+             "flush in one reduction pass, with output rows a whole number of vectors long");
+  const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
+  const bool big = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
+  const bool wanted = row_buffered(pl.layout)
+                          ? big
+                          : pl.algorithm != Algorithm::gemm && big &&
+                                p.flops() <= kNtStoreFlopsPerByte * pl.lanes / 16 * (pl.ic_pairs ? 2 : 1) * dst_bytes;
+  pl.nt_stores = possible && (h.nt_stores >= 0 ? h.nt_stores == 1 : wanted);
+}
+
+}  // namespace deconvjit::detail
