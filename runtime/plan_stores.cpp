@@ -15,8 +15,9 @@ namespace deconvjit::detail {
 bool nt_stores_possible(const Plan& pl) {
   const bool zmm = pl.isa == Isa::avx512_core, f32 = pl.dtype == DType::f32;
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart. The row buffer's flush:
-  // 16-element runs of a channel's row (transpose_block_avx512), each a line where the row starts one.
-  if (row_buffered(pl.layout)) return zmm && f32 && pl.ic_blocks == 1 && pl.axes[2].out % pl.lanes == 0;
+  // a line's run of a channel's row (16 f32, 32 16-bit elements: transpose_block_avx512), each a whole
+  // line where the row starts one.
+  if (row_buffered(pl.layout)) return zmm && pl.ic_blocks == 1 && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
   if (x_vector_family(pl.algorithm))
     return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
            pl.axes[2].out % pl.lanes == 0;
@@ -43,10 +44,10 @@ bool nt_stores_possible(const Plan& pl) {
 //   byte and more, 0.96-1.01x;
 // - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
 //   keeps plain stores unless hinted;
-// - the row buffer's flush (f32 NCX, AVX-512) from 4 MB: 1.00-1.18x on all 33 such suite layers, at any
+// - the row buffer's flush (NCX, AVX-512) from 4 MB: f32 1.00-1.18x on all 33 such suite layers, at any
 //   arithmetic (unet3d_up3 1.18x at 64 FLOPs per byte, johnson_up2_b4 1.16x, pix2pixhd_g1_up1 1.00x at
-//   1152); at 2-3.5 MB 0.89-1.09x (dilated_syn 0.89x), below 0.91-1.06x
-//   (docs/data/nt_flush_sweep_f32_2t.jsonl, tools/scripts/nt_flush_sweep.py).
+//   1152); at 2-3.5 MB 0.89-1.09x (dilated_syn 0.89x), below 0.91-1.06x. bf16 from 4 MB 0.996-1.10x on
+//   all 22, below 0.93-1.13x (docs/data/nt_flush_sweep_{f32,bf16}_2t.jsonl, tools/scripts/nt_flush_sweep.py).
 // The FLOPs per byte are those of AVX-512's f32 rate; at AVX2's half rate the arithmetic takes twice as
 // long next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs
 // per byte 4-7% slower), and bf16 channel pairs (twice the rate) double it.
@@ -58,8 +59,9 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
              "nt_stores needs data written straight into dst in whole cache lines: NXC by the direct, gemm or "
              "depthwise family in one reduction pass with output pixels a whole number of vectors apart (where a "
              "vector is half a line, f32 on AVX2 or 16-bit data on AVX-512: pixels whole lines apart and an even "
-             "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x, or by the row buffer's "
-             "flush in one reduction pass, with output rows a whole number of vectors long");
+             "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x with output rows a whole "
+             "number of vectors long, or NCX on AVX-512 by the row buffer's flush in one reduction pass with output "
+             "rows a whole number of cache lines long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool big = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
   const bool wanted = row_buffered(pl.layout)

@@ -14,9 +14,12 @@ void transpose_block(const float* in, int64_t in_stride, float* out, int64_t out
                      int64_t cols);
 void transpose_block(const uint16_t* in, int64_t in_stride, uint16_t* out, int64_t out_stride, int64_t rows,
                      int64_t cols);
-// The f32 move in AVX-512 tiles (plans on AVX-512 only). With `nt`, whole 16-element runs that start a
-// cache line leave by non-temporal stores: the caller fences them.
+// The same moves in AVX-512 tiles (plans on AVX-512 only; 16-bit elements need AVX-512BW). With `nt`,
+// whole runs of a line (16 f32, 32 16-bit elements) that start a line leave by non-temporal stores: the
+// caller fences them.
 void transpose_block_avx512(const float* in, int64_t in_stride, float* out, int64_t out_stride, int64_t rows,
+                            int64_t cols, bool nt);
+void transpose_block_avx512(const uint16_t* in, int64_t in_stride, uint16_t* out, int64_t out_stride, int64_t rows,
                             int64_t cols, bool nt);
 // The same move of bf16 or f16 elements (`type`), each widened to f32 on the way, exactly (bf16: a
 // shift; f16: vcvtph2ps): the copy of a source that the kernel reads as f32 (Plan::widen_src).

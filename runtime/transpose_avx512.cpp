@@ -1,23 +1,27 @@
-// f32 transposes in 16x16 tiles of AVX-512 registers, for plans on AVX-512. Against the 8x8 AVX tiles a
-// tile moves four times the data per call, its stores are whole cache lines, and ragged edges are the
-// same tile under opmasks (nothing outside the block is read or written).
+// Transposes in AVX-512 registers for plans on AVX-512 (the row buffer's flush): f32 in 16x16 tiles, 16-bit
+// elements in 32x16. Against the 8x8 tiles of transpose.cpp a tile moves four (eight) times the data per
+// call, its stores are whole cache lines, and ragged edges are the same tile under opmasks (nothing
+// outside the block is read or written).
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "runtime/transpose.hpp"
 
+// Everything here runs only under plans for AVX-512 (F, BW, VL: avx512_core), lambdas included.
+#pragma GCC target("avx512f,avx512bw,avx512vl")
+// GCC 12's AVX-512 headers pass _mm512_undefined_ps() as the pass-through of unmasked shuffles, which its
+// -Wuninitialized then reports from inside the headers.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace deconvjit::detail {
 namespace {
 
-// Rows 0..nr-1 of nc columns in, columns 0..nc-1 of nr rows out. Pairs of rows interleave within each
-// 128-bit lane, then quadruples; two rounds of 128-bit lane shuffles put lane L of column group j in
-// place. With `nt` a whole column that starts a cache line leaves by a non-temporal store.
-__attribute__((target("avx512f"))) void tile16(const float* in, int64_t is, float* out, int64_t os, int nr, int nc,
-                                               bool nt) {
-  const __mmask16 cols = static_cast<__mmask16>((1u << nc) - 1), rows = static_cast<__mmask16>((1u << nr) - 1);
-  __m512 r[16], t[16], u[16];
-  for (int i = 0; i < 16; ++i) r[i] = i < nr ? _mm512_maskz_loadu_ps(cols, in + i * is) : _mm512_setzero_ps();
+// A 16x16 transpose of 32-bit elements: pairs of rows interleave within each 128-bit lane, then
+// quadruples; two rounds of 128-bit lane shuffles put lane L of column group j in place.
+void transpose16(const __m512* r, __m512* col) {
+  __m512 t[16], u[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -29,44 +33,106 @@ __attribute__((target("avx512f"))) void tile16(const float* in, int64_t is, floa
     u[q + 2] = _mm512_shuffle_ps(t[q + 1], t[q + 3], 0x44);
     u[q + 3] = _mm512_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
   }
-  const bool whole = nr == 16;
   for (int j = 0; j < 4; ++j) {
     // Lanes (0, 2) and (1, 3) of rows 0-7, then of rows 8-15.
     const __m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), y0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
     const __m512 x1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
     const __m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-    const __m512 col[4] = {_mm512_shuffle_f32x4(x0, x1, 0x88), _mm512_shuffle_f32x4(y0, y1, 0x88),
-                           _mm512_shuffle_f32x4(x0, x1, 0xDD), _mm512_shuffle_f32x4(y0, y1, 0xDD)};
-    for (int lane = 0; lane < 4; ++lane) {
-      const int c = 4 * lane + j;
-      if (c >= nc) continue;
-      float* o = out + c * os;
-      if (whole && nt && reinterpret_cast<uintptr_t>(o) % 64 == 0)
-        _mm512_stream_ps(o, col[lane]);
-      else if (whole)
-        _mm512_storeu_ps(o, col[lane]);
-      else
-        _mm512_mask_storeu_ps(o, rows, col[lane]);
-    }
+    col[j] = _mm512_shuffle_f32x4(x0, x1, 0x88);
+    col[4 + j] = _mm512_shuffle_f32x4(y0, y1, 0x88);
+    col[8 + j] = _mm512_shuffle_f32x4(x0, x1, 0xDD);
+    col[12 + j] = _mm512_shuffle_f32x4(y0, y1, 0xDD);
+  }
+}
+
+// Column c of a tile: 64 bytes, by a non-temporal store where `nt` and it starts a line and the tile is
+// whole along the column, else plainly, or under the row mask.
+template <typename Store, typename Masked>
+inline void store_column(void* o, bool whole, bool nt, Store store, Masked masked) {
+  if (whole && nt && reinterpret_cast<uintptr_t>(o) % 64 == 0)
+    store(o, true);
+  else if (whole)
+    store(o, false);
+  else
+    masked(o);
+}
+
+// f32: rows 0..nr-1 of nc columns in (16 each at most), columns 0..nc-1 of nr rows out.
+void tile16(const float* in, int64_t is, float* out, int64_t os, int nr, int nc,
+                                               bool nt) {
+  const __mmask16 cols = static_cast<__mmask16>((1u << nc) - 1), rows = static_cast<__mmask16>((1u << nr) - 1);
+  __m512 r[16], col[16];
+  for (int i = 0; i < 16; ++i) r[i] = i < nr ? _mm512_maskz_loadu_ps(cols, in + i * is) : _mm512_setzero_ps();
+  transpose16(r, col);
+  for (int c = 0; c < nc; ++c)
+    store_column(
+        out + c * os, nr == 16, nt,
+        [&](void* o, bool stream) {
+          if (stream)
+            _mm512_stream_ps(static_cast<float*>(o), col[c]);
+          else
+            _mm512_storeu_ps(o, col[c]);
+        },
+        [&](void* o) { _mm512_mask_storeu_ps(o, rows, col[c]); });
+}
+
+// 16-bit elements: 32 rows of 16 columns. Rows 2p and 2p + 1 join into one vector of 32-bit pairs
+// (element c holds both rows' column c), so the 32-bit transpose moves pairs of rows: a column comes out
+// as 32 rows, 64 bytes.
+void tile32x16(const uint16_t* in, int64_t is, uint16_t* out,
+                                                                    int64_t os, int nr, int nc, bool nt) {
+  const __mmask16 cols = static_cast<__mmask16>((1u << nc) - 1);
+  const __mmask32 rows = nr == 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << nr) - 1);
+  auto row = [&](int i) { return i < nr ? _mm256_maskz_loadu_epi16(cols, in + i * is) : _mm256_setzero_si256(); };
+  __m512 r[16], col[16];
+  for (int p = 0; p < 16; ++p) {
+    const __m512i lo = _mm512_cvtepu16_epi32(row(2 * p)), hi = _mm512_cvtepu16_epi32(row(2 * p + 1));
+    r[p] = _mm512_castsi512_ps(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+  transpose16(r, col);
+  for (int c = 0; c < nc; ++c)
+    store_column(
+        out + c * os, nr == 32, nt,
+        [&](void* o, bool stream) {
+          if (stream)
+            _mm512_stream_si512(static_cast<__m512i*>(o), _mm512_castps_si512(col[c]));
+          else
+            _mm512_storeu_si512(o, _mm512_castps_si512(col[c]));
+        },
+        [&](void* o) { _mm512_mask_storeu_epi16(o, rows, _mm512_castps_si512(col[c])); });
+}
+
+// Tiles in the order of transpose_block's (lines finished on the side with the larger stride first).
+template <typename T, typename Tile>
+void tiles(const T* in, int64_t is, T* out, int64_t os, int64_t rows, int64_t cols, int tile_rows, Tile tile) {
+  auto one = [&](int64_t r, int64_t c) {
+    tile(in + r * is + c, is, out + c * os + r, os, static_cast<int>(std::min<int64_t>(tile_rows, rows - r)),
+         static_cast<int>(std::min<int64_t>(16, cols - c)));
+  };
+  if (os > is) {
+    for (int64_t c = 0; c < cols; c += 16)
+      for (int64_t r = 0; r < rows; r += tile_rows) one(r, c);
+  } else {
+    for (int64_t r = 0; r < rows; r += tile_rows)
+      for (int64_t c = 0; c < cols; c += 16) one(r, c);
   }
 }
 
 }  // namespace
 
-// Tiles in the order of transpose_block's (lines finished on the side with the larger stride first).
 void transpose_block_avx512(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols,
                             bool nt) {
-  auto tile = [&](int64_t r, int64_t c) {
-    tile16(in + r * is + c, is, out + c * os + r, os, static_cast<int>(std::min<int64_t>(16, rows - r)),
-           static_cast<int>(std::min<int64_t>(16, cols - c)), nt);
-  };
-  if (os > is) {
-    for (int64_t c = 0; c < cols; c += 16)
-      for (int64_t r = 0; r < rows; r += 16) tile(r, c);
-  } else {
-    for (int64_t r = 0; r < rows; r += 16)
-      for (int64_t c = 0; c < cols; c += 16) tile(r, c);
-  }
+  tiles(in, is, out, os, rows, cols, 16, [nt](const float* i, int64_t si, float* o, int64_t so, int nr, int nc) {
+    tile16(i, si, o, so, nr, nc, nt);
+  });
+}
+
+void transpose_block_avx512(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int64_t rows, int64_t cols,
+                            bool nt) {
+  tiles(in, is, out, os, rows, cols, 32,
+        [nt](const uint16_t* i, int64_t si, uint16_t* o, int64_t so, int nr, int nc) {
+          tile32x16(i, si, o, so, nr, nc, nt);
+        });
 }
 
 }  // namespace deconvjit::detail

@@ -333,10 +333,10 @@ TEST_P(KernelCases, NonTemporalStores) {
   }
 }
 
-// nt_stores through the row buffer: the flush's AVX-512 transposes send each channel's run of 16 outputs
-// out non-temporally where it starts a line (f32 NCX, output rows a whole number of vectors). Parts of a
-// row that start mid-line (x_split 3 of 48), bands, blocks across images, 1-D and 3-D rows, tails after
-// dst that shift every run off alignment. Refused by name elsewhere (AVX2, 16-bit data, rows of 15).
+// nt_stores through the row buffer: the flush's AVX-512 transposes send each channel's run of a line (16
+// f32, 32 16-bit outputs) out non-temporally where it starts a line (NCX, output rows a whole number of
+// lines). Parts of a row that start mid-line (x_split 3 of 64), bands, blocks across images, 1-D and 3-D
+// rows, tails after dst that shift every run off alignment. Refused by name elsewhere (AVX2, rows of 15).
 TEST_P(KernelCases, NonTemporalFlush) {
   auto rows = [](int x_split, int band_rows, int batch_block) {
     TuningHints h;
@@ -348,20 +348,19 @@ TEST_P(KernelCases, NonTemporalFlush) {
     h.batch_block = batch_block;
     return h;
   };
-  const DeconvTester k2 = T().channels(8, 40).input({5, 8}).kernel({2, 2}).stride({2, 2});
+  const DeconvTester k2 = T().channels(8, 40).input({5, 16}).kernel({2, 2}).stride({2, 2});
   const std::vector<DeconvTester> cases = {
       DeconvTester(k2).hints(rows(0, 0, 0)),
-      DeconvTester(k2).input({4, 24}).hints(rows(3, 0, 0)),
-      DeconvTester(k2).input({6, 8}).hints(rows(0, 2, 0)),
-      DeconvTester(k2).batch(4).input({3, 8}).hints(rows(0, 0, 1)),
-      T().rank(1).channels(5, 17).input({24}).kernel({4}).stride({2}).pads({1}, {1}).hints(rows(0, 0, 0)),
-      T().rank(3).channels(4, 9).input({2, 3, 8}).kernel({2, 2, 2}).stride({2, 2, 2}).hints(rows(0, 0, 0)),
+      DeconvTester(k2).input({4, 32}).hints(rows(3, 0, 0)),
+      DeconvTester(k2).input({6, 16}).hints(rows(0, 2, 0)),
+      DeconvTester(k2).batch(4).input({3, 16}).hints(rows(0, 0, 1)),
+      T().rank(1).channels(5, 17).input({32}).kernel({4}).stride({2}).pads({1}, {1}).hints(rows(0, 0, 0)),
+      T().rank(3).channels(4, 9).input({2, 3, 16}).kernel({2, 2, 2}).stride({2, 2, 2}).hints(rows(0, 0, 0)),
   };
-  const bool possible = isa() == Isa::avx512_core && dtype() == DType::f32;
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
-    if (!possible) {
-      expect_refused(cases[i], "nt_stores", "a non-temporal flush off AVX-512 f32");
+    if (isa() != Isa::avx512_core) {
+      expect_refused(cases[i], "nt_stores", "a non-temporal flush off AVX-512");
       continue;
     }
     EXPECT_TRUE(plan_of(cases[i]).at("nt_stores").get<bool>());
@@ -371,7 +370,16 @@ TEST_P(KernelCases, NonTemporalFlush) {
       DeconvTester(cases[i]).dst_tail(tail).Test();
     }
   }
-  expect_refused(DeconvTester(k2).input({5, 7}).kernel({3, 3}).hints(rows(0, 0, 0)), "nt_stores", "rows of 15");
+  expect_refused(DeconvTester(k2).input({5, 8}).kernel({3, 3}).hints(rows(0, 0, 0)), "nt_stores", "rows of 17");
+  // The default: from 4 MB of output (128 channels of 128 x 128: 8 MB in f32, 4 MB in 16 bits), not below.
+  if (isa() != Isa::avx512_core) return;
+  auto layer = [&](int64_t side) {
+    return plan_of(T().channels(128, 128).input({side, side}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {0, 0}));
+  };
+  const nlohmann::json big = layer(64), small = layer(32);
+  ASSERT_EQ(big.at("layout"), "ncx_row_buffer");
+  EXPECT_TRUE(big.at("nt_stores").get<bool>());
+  EXPECT_FALSE(small.at("nt_stores").get<bool>());
 }
 
 TEST_P(KernelCases, LongReductionWithUnrollRemainder) {

@@ -78,17 +78,26 @@ void every_shape_up_to_17() {
 TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) { every_shape_up_to_17<float>(); }
 TEST(TransposeBlock, SixteenBitElementsEveryShapeUpTo17StayInsideTheirBlock) { every_shape_up_to_17<uint16_t>(); }
 
-// The AVX-512 mover: whole 16x16 tiles, ragged ones under masks, two tiles each way; with and without
-// non-temporal stores (taken where a column's run of 16 starts a line: rows 16 or 32 with a stride that
-// keeps the buffer's start aligned).
-TEST(TransposeBlock, Avx512TilesEveryShapeUpTo33StayInsideTheirBlock) {
-  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+// The AVX-512 movers: whole tiles (f32 16x16, 16-bit 32 rows x 16 columns), ragged ones under masks, two
+// tiles each way (three rows of 16-bit tiles); with and without non-temporal stores (taken where a
+// column's run of a line starts one: rows 16 or 32 with a stride that keeps the buffer's start aligned).
+template <typename T>
+void avx512_every_shape(int64_t most) {
   for (bool nt : {false, true})
-    every_shape_up_to<float>(33, {0, 8}, [nt](const float* in, int64_t is, float* out, int64_t os, int64_t rows,
-                                              int64_t cols) {
+    every_shape_up_to<T>(most, {0, 8}, [nt](const T* in, int64_t is, T* out, int64_t os, int64_t rows, int64_t cols) {
       transpose_block_avx512(in, is, out, os, rows, cols, nt);
       _mm_sfence();
     });
+}
+
+TEST(TransposeBlock, Avx512TilesEveryShapeUpTo33StayInsideTheirBlock) {
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+  avx512_every_shape<float>(33);
+}
+
+TEST(TransposeBlock, Avx512SixteenBitTilesEveryShapeUpTo65StayInsideTheirBlock) {
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+  avx512_every_shape<uint16_t>(65);
 }
 
 // The widening mover (Plan::widen_src): bf16 and f16 bit patterns r * 100 + c (f16 subnormals below

@@ -1,17 +1,17 @@
 #!/usr/bin/python3
-"""Times nt_stores 0 against 1 on every suite layer (f32, NCX, the best ISA) whose plan goes through the row buffer.
+"""Times nt_stores 0 against 1 on every suite layer (NCX, the best ISA; f32 or the type given) through the row buffer.
 
 One JSON object per layer on stdout (docs/data/nt_flush_sweep_f32_2t.jsonl), a line per layer on stderr;
 each kernel timed three times, interleaved, the best kept.
 
     PYTHONPATH=build/python DECONVJIT_TUNING_DB= DECONVJIT_CACHE_DIR= /usr/bin/python3 \
-        tools/scripts/nt_flush_sweep.py > sweep.jsonl
+        tools/scripts/nt_flush_sweep.py [bf16|f16] > sweep.jsonl
 """
 import sys, json, math, deconvjit as d
 for f in ('tools/suites/corpus.jsonl', 'tools/suites/realworld.jsonl'):
     for l in open(f):
         if not l.strip(): continue
-        r = json.loads(l); name = r.pop('name'); r['dtype'] = 'f32'
+        r = json.loads(l); name = r.pop('name'); r['dtype'] = sys.argv[1] if len(sys.argv) > 1 else 'f32'
         try:
             k0 = d.compile(json.dumps(r), hints={"nt_stores": 0}); k1 = d.compile(json.dumps(r), hints={"nt_stores": 1})
         except Exception:
@@ -22,7 +22,7 @@ for f in ('tools/suites/corpus.jsonl', 'tools/suites/realworld.jsonl'):
         b = [1e9, 1e9]
         for _ in range(3):
             for i, k in enumerate((k0, k1)): b[i] = min(b[i], d.time(k, threads=2, min_time=0.1))
-        dst = math.prod(kd.dst_shape) * 4
+        dst = math.prod(kd.dst_shape) * kd.dtype.itemsize
         flops = 2 * math.prod(r['src']) * r['weights'][1] * math.prod(r['weights'][2:])
         rec = {"name": name, "kernel": k0.name, "default": kd.name, "dst_mb": dst / 1e6, "flops_per_byte": flops / dst,
                "plain_ms": b[0], "nt_ms": b[1], "speedup": b[0] / b[1]}
