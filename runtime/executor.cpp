@@ -150,7 +150,7 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
   for (int64_t n = n_begin; n < n_end; ++n) {
     const T* from = buf + (n - n_begin) * pl.dst_n;
     T* to = dst + (n * p.c_out + oc0) * out_sp + row;
-    if (pl.isa == Isa::avx512_core)
+    if (flush_in_tiles(pl))
       transpose_block_avx512(from, pl.dst_x, to, out_sp, part.x1 - part.x0, channels, pl.nt_stores);
     else
       transpose_block(from, pl.dst_x, to, out_sp, part.x1 - part.x0, channels);

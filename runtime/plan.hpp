@@ -234,6 +234,15 @@ inline double lane_use(int64_t channels, int lanes) {
 // each store block's vectors are whole vectors apart, so the block's first address decides whether all of
 // them are aligned.
 bool nt_stores_possible(const Plan& pl);
+// The row buffer's flush moves output rows of whole lines (AVX-512) in AVX-512 tiles, which may leave by
+// non-temporal stores; other rows in 8x8 tiles, whose half-line stores split fewer lines. Against 8x8 tiles
+// on every corpus layer through the row buffer (NCX, 2 threads, docs/data/flush_tiles_ab_*_corpus_2t.txt):
+// f32 geomean 1.011 over 80 (0.84-1.30; unet3d_up3 1.30x and psmnet_hg_conv5 1.12x with nt_stores, small
+// layers either way: linknet_dec3 1.17x, dpt_base_reassemble1 0.89x), bf16 1.011 over 102 (0.74-1.23).
+// Rows that are not whole lines lost in AVX-512 tiles (56 pixels, resnet50_bwd_l2down_b16: 0.88x).
+inline bool flush_in_tiles(const Plan& pl) {
+  return pl.isa == Isa::avx512_core && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
+}
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
 // The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses

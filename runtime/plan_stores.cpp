@@ -17,7 +17,7 @@ bool nt_stores_possible(const Plan& pl) {
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart. The row buffer's flush:
   // a line's run of a channel's row (16 f32, 32 16-bit elements: transpose_block_avx512), each a whole
   // line where the row starts one.
-  if (row_buffered(pl.layout)) return zmm && pl.ic_blocks == 1 && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
+  if (row_buffered(pl.layout)) return flush_in_tiles(pl) && pl.ic_blocks == 1;
   if (x_vector_family(pl.algorithm))
     return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
            pl.axes[2].out % pl.lanes == 0;

@@ -78,9 +78,10 @@ void every_shape_up_to_17() {
 TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) { every_shape_up_to_17<float>(); }
 TEST(TransposeBlock, SixteenBitElementsEveryShapeUpTo17StayInsideTheirBlock) { every_shape_up_to_17<uint16_t>(); }
 
-// The AVX-512 movers: whole tiles (f32 16x16, 16-bit 32 rows x 16 columns), ragged ones under masks, two
-// tiles each way (three rows of 16-bit tiles); with and without non-temporal stores (taken where a
-// column's run of a line starts one: rows 16 or 32 with a stride that keeps the buffer's start aligned).
+// The AVX-512 movers: whole tiles (f32 16x16, 16-bit 32 rows x 16 columns), ragged columns under masks,
+// rows short of a tile through the 8x8 mover, two tiles each way (three rows of 16-bit tiles); with and
+// without non-temporal stores (taken where a column's run of a line starts one: rows 16 or 32 with a
+// stride that keeps the buffer's start aligned).
 template <typename T>
 void avx512_every_shape(int64_t most) {
   for (bool nt : {false, true})
