@@ -98,18 +98,7 @@ class DirectGenerator : public RowKernelGenerator {
     if (rem) advance_ic(rem);
   }
 
-  // f16 sources one element at a time cost a broadcast and a conversion (2 uops) per pixel and channel,
-  // which narrow tiles (one vector of outputs: as many conversions as FMAs) cannot hide. With channels
-  // adjacent (NXC) the unroll's 2 or 4 channels of a pixel widen in one instruction into a stack slot,
-  // and the broadcasts read f32 from there. Measured (1 thread, NXC, f16 / f32 speed, geomean of 6
-  // layers): AVX-512 0.913 -> 0.937 (ov_spec_ex1 0.72 -> 0.83). Not for bf16, whose broadcast widens
-  // with one shift (AVX-512 exact route 1.031 -> 0.938), nor on AVX2 (bf16 0.957 -> 0.798, f16 0.876 ->
-  // 0.845 on 3 layers): there the store and reload cost more than they save.
-  bool grouped_widening() const {
-    const int u = pl_.ic_unroll;
-    return pl_.dtype == DType::f16 && !pl_.widen_src && zmm() && !depthwise() && pl_.src_ic_stride == 1 &&
-           (u == 2 || u == 4 || u == 8 || u == 16);
-  }
+  bool grouped_widening() const { return detail::f16_grouped_widening(pl_); }
   int slot_bytes() const { return std::max(16, 4 * pl_.ic_unroll); }  // one pixel's widened channels
   int stack_bytes() const override { return grouped_widening() ? w_ * slot_bytes() : 0; }
 

@@ -356,14 +356,19 @@ int lines_per_l1_set(int64_t stride, int w) {
 // Each step of a block's reduction reads one channel of each of its ur_w pixels: a cache line each, at
 // the same offset. Pixels a large power of two apart put those lines in few L1 sets: 28 pixels of 512
 // f32 channels (2 KiB apart) are 14 lines in each of 2 sets, more than an 8-way L1 (Skylake, Zen 4; 12
-// ways on Zen 5) keeps, so the lines leave before their next channels are read. Blocks are narrowed
-// until no set holds more than 8 such lines, and balanced along the row. Measured, NXC f32, 2 threads:
-// densepose_ann_index_b8 (15 output channels: one vector, 28 pixels) 6.1 -> 5.1 ms at 14 pixels.
+// ways on Zen 5) keeps, so the lines leave before their next channels are read and come back from L2,
+// a line per FMA at one vector of outputs. Blocks are narrowed until no set holds more than 8 such lines,
+// and balanced along the row. Measured, NXC f32, 2 threads: densepose_ann_index_b8 (15 output channels:
+// one vector, 28 pixels) 6.1 -> 5.1 ms at 14 pixels; 1024 -> 12 channels, 3x3 s2 on 28x28 4.52 -> 1.44
+// ms at 7. f16 widening 4+ channels of a pixel at once (f16_grouped_widening) reads each line a quarter
+// as often and tolerates 16: 1024 -> 8 channels (2 KiB apart) fastest at 28 pixels (3.50 ms; 14: 3.67),
+// 2048 -> 16 (4 KiB apart) at 14 (4.09 ms; 28: 6.09, 7: 4.57).
 void fit_block_to_l1_sets(Plan& pl, const TuningHints& h) {
   if (h.ur_w || pl.src_ic_stride != 1) return;  // NCX read in place: a block's pixels share lines
   const int64_t stride = pl.src_pix_stride * pl.src_elem_bytes();
+  const int ways = f16_grouped_widening(pl) && pl.ic_unroll >= 4 ? 16 : 8;
   int fit = pl.ur_w;
-  while (fit > 1 && lines_per_l1_set(stride, fit) > 8) --fit;
+  while (fit > 1 && lines_per_l1_set(stride, fit) > ways) --fit;
   if (fit == pl.ur_w) return;
   const Axis& x = pl.axes[2];
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);

@@ -234,6 +234,18 @@ inline double lane_use(int64_t channels, int lanes) {
 // each store block's vectors are whole vectors apart, so the block's first address decides whether all of
 // them are aligned.
 bool nt_stores_possible(const Plan& pl);
+// f16 sources one element at a time cost a broadcast and a conversion (2 uops) per pixel and channel,
+// which narrow tiles (one vector of outputs: as many conversions as FMAs) cannot hide. With channels
+// adjacent (NXC) the direct family widens the unroll's 2 to 16 channels of a pixel in one instruction into
+// a stack slot, and the broadcasts read f32 from there. Measured (1 thread, NXC, f16 / f32 speed, geomean
+// of 6 layers): AVX-512 0.913 -> 0.937 (ov_spec_ex1 0.72 -> 0.83). Not for bf16, whose broadcast widens
+// with one shift (AVX-512 exact route 1.031 -> 0.938), nor on AVX2 (bf16 0.957 -> 0.798, f16 0.876 ->
+// 0.845 on 3 layers): there the store and reload cost more than they save.
+inline bool f16_grouped_widening(const Plan& pl) {
+  const int u = pl.ic_unroll;
+  return pl.dtype == DType::f16 && !pl.widen_src && pl.isa == Isa::avx512_core &&
+         pl.algorithm != Algorithm::depthwise && pl.src_ic_stride == 1 && (u == 2 || u == 4 || u == 8 || u == 16);
+}
 // The row buffer's flush moves output rows of whole lines (AVX-512) in AVX-512 tiles, which may leave by
 // non-temporal stores; other rows in 8x8 tiles, whose half-line stores split fewer lines. Against 8x8 tiles
 // on every corpus layer through the row buffer (NCX, 2 threads, docs/data/flush_tiles_ab_*_corpus_2t.txt):

@@ -369,7 +369,8 @@ TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
 }
 
 // A block's pixels each read a line at the same channel offset; where they are a multiple of 2 KiB apart
-// those lines share one or two L1 sets, and a block holds no more of them per set than 8 ways keep.
+// those lines share one or two L1 sets, and a block holds no more of them per set than 8 ways keep (16
+// for f16 widened in groups).
 TEST(PlanHeuristic, BlocksKeepTheirSourceLinesWithinEightL1Ways) {
   const DeconvTester base = DeconvTester().layout(DataFormat::NXC).input({28, 28}).kernel({4, 4}).stride({2, 2})
                                 .pads({1, 1}, {1, 1});
@@ -382,6 +383,9 @@ TEST(PlanHeuristic, BlocksKeepTheirSourceLinesWithinEightL1Ways) {
   EXPECT_EQ(ur(DeconvTester(base).channels(500, 15)), 28);  // spread over the sets
   EXPECT_EQ(ur(DeconvTester(base).channels(512, 15).dtype(DType::bf16)), 28);  // 1 KiB: 4 sets
   EXPECT_EQ(ur(DeconvTester(base).channels(1, 1)), 28);  // pixels in one line
+  // f16 widening a pixel's channels in groups reads each line a quarter as often: 16 lines per set.
+  EXPECT_EQ(ur(DeconvTester(base).channels(1024, 15).dtype(DType::f16)), 28);  // 2 KiB: 14 per set
+  EXPECT_EQ(ur(DeconvTester(base).channels(2048, 15).dtype(DType::f16)), 14);  // 4 KiB: one set
   TuningHints h;
   h.ur_w = 28;
   EXPECT_EQ(plan_for(DeconvTester(base).channels(1024, 15), Isa::avx512_core, h).ur_w, 28);
