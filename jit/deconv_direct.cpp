@@ -24,11 +24,14 @@ class DirectGenerator : public RowKernelGenerator {
   Xmm bvec(int p) const { return vreg(w_ * nv() + nv() + p % n_bcast()); }
   bool depthwise() const { return pl_.algorithm == detail::Algorithm::depthwise; }
 
-  Zmm odd_mask() const { return Zmm(31); }  // bf16_even_odd: 0xffff0000 in every dword (plan.cpp keeps it free)
+  // bf16_even_odd: 0xffff0000 in every dword; AVX-512 keeps it in a register (plan.cpp keeps one free),
+  // AVX2 reads it from the table.
+  Zmm odd_mask() const { return Zmm(31); }
+  Xmm odd_temp() const { return vreg(w_ * nv() + nv() + 1); }  // the odd channels' vector (AVX2)
 
   void emit_prologue() override {
     assert(w_ * nv() + nv() + n_bcast() <= detail::vector_registers(pl_.isa));
-    if (pl_.bf16_even_odd) {
+    if (pl_.bf16_even_odd && zmm()) {
       mov(eax, 0xffff0000u);
       vpbroadcastd(odd_mask(), eax);
     }
@@ -221,34 +224,52 @@ class DirectGenerator : public RowKernelGenerator {
       }
   }
 
-  // bf16 depthwise, 32 channels per vector pair: dword i holds channels 2i (low half) and 2i + 1 (high
-  // half), so a shift widens the even ones and a mask the odd ones, each reading memory directly.
+  // bf16 depthwise, 2 * lanes channels per vector pair: dword i holds channels 2i (low half) and 2i + 1
+  // (high half), so a shift widens the even ones and a mask the odd ones: no shuffle, where widening
+  // each vector (vpmovzxwd) costs one per FMA. AVX-512 reads memory in both; AVX2 loads once (its
+  // shifts take no memory operand).
   void emit_even_odd_step() {
     for (int p = 0; p < w_; ++p)
       for (int m = 0; m < nv() / 2; ++m) {
         const Address a = ptr[r_sx + (p * pl_.src_pix_stride + m * 2 * pl_.lanes) * seb()];
-        const Zmm even(bvec(0).getIdx()), odd(bvec(1).getIdx());
-        vpslld(even, a, 16);
-        vpandd(odd, odd_mask(), a);
-        vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
-        vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
+        if (zmm()) {
+          const Zmm even(bvec(0).getIdx()), odd(bvec(1).getIdx());
+          vpslld(even, a, 16);
+          vpandd(odd, odd_mask(), a);
+          vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
+          vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
+        } else {
+          const Ymm even(bvec(0).getIdx()), odd(odd_temp().getIdx());
+          vmovdqu(even, a);
+          vpand(odd, even, ptr[rip + l_odd_]);
+          vpslld(even, even, 16);
+          vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
+          vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
+        }
       }
   }
 
-  // The store of emit_even_odd_step's accumulators: both rounded to bf16, interleaved into 32 channels.
+  // The store of emit_even_odd_step's accumulators: both rounded to bf16, interleaved into 2 * lanes
+  // channels (AVX-512 may store non-temporally; 16-bit data on AVX2 never does, nt_stores_possible).
   void emit_even_odd_store(bool nt) {
-    const Zmm t1(wvec(0).getIdx()), t2(bvec(0).getIdx());
+    const Xmm t1 = wvec(0), t2 = bvec(0), t3 = wvec(1);  // t3: AVX2's NaN mask
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int m = 0; m < nv() / 2; ++m) {
-        narrow_io(acc(p, 2 * m), t1, t1);
-        narrow_io(acc(p, 2 * m + 1), t2, t2);
+        const Address a = ptr[r_sx + m * 2 * pl_.lanes * eb()];
+        narrow_io(acc(p, 2 * m), t1, t3, false);
+        narrow_io(acc(p, 2 * m + 1), t2, t3, false);
         vpslld(t2, t2, 16);
-        vpord(t1, t1, t2);
-        if (nt)
-          vmovntdq(ptr[r_sx + m * 2 * pl_.lanes * eb()], t1);
-        else
-          vmovdqu32(ptr[r_sx + m * 2 * pl_.lanes * eb()], t1);
+        if (zmm()) {
+          vpord(Zmm(t1.getIdx()), Zmm(t1.getIdx()), Zmm(t2.getIdx()));
+          if (nt)
+            vmovntdq(a, Zmm(t1.getIdx()));
+          else
+            vmovdqu32(a, Zmm(t1.getIdx()));
+        } else {
+          vpor(Ymm(t1.getIdx()), Ymm(t1.getIdx()), Ymm(t2.getIdx()));
+          vmovdqu(a, Ymm(t1.getIdx()));
+        }
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
@@ -327,6 +348,11 @@ class DirectGenerator : public RowKernelGenerator {
 
   // AVX2 has no opmask: its masked loads and stores read lane masks from this table.
   void emit_tables() override {
+    if (pl_.bf16_even_odd && !zmm()) {
+      align(32);
+      L(l_odd_);
+      for (int i = 0; i < 8; ++i) dd(0xffff0000u);
+    }
     if (pl_.ic_pairs) {
       align(64);
       L(l_low_);
@@ -341,7 +367,7 @@ class DirectGenerator : public RowKernelGenerator {
     for (int i = 0; i < pl_.lanes; ++i) dd(static_cast<uint32_t>(i * pl_.dst_c));
   }
 
-  Label l_mask_, l_index_, l_low_;
+  Label l_mask_, l_index_, l_low_, l_odd_;
 };
 
 // Generous upper bound: every instruction at most 12 bytes.

@@ -107,8 +107,9 @@ class Generator : public Xbyak::CodeGenerator {
                       const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
   void emit_io_table();
   // Leaves the words of v rounded to the data type in the low half of t1 (AVX-512: all 16 lanes as
-  // dwords of t1, for vpmovdw).
-  void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+  // dwords of t1, for vpmovdw; AVX2 bf16 without `pack`: as dwords too, each word in its low half).
+  // AVX2 bf16 clobbers v and t2.
+  void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2, bool pack = true);
 
  private:
   void widen_io(const Xbyak::Xmm& v);  // the words in v's low half to f32 lanes

@@ -58,7 +58,7 @@ void Generator::broadcast_io(const Xmm& v, const Address& a) {
 
 // bf16: add 0x7fff plus the lowest kept bit, keep the upper half; NaNs keep their upper half, made quiet
 // (the addition could carry a NaN with a small payload into infinity).
-void Generator::narrow_io(const Xmm& v, const Xmm& t1, const Xmm& t2) {
+void Generator::narrow_io(const Xmm& v, const Xmm& t1, const Xmm& t2, bool pack) {
   const Address one = ptr[rip + l_io_table_ + kOne], bias = ptr[rip + l_io_table_ + kHalfMinusOne],
                 quiet = ptr[rip + l_io_table_ + kQuiet];
   if (io_type_ == DType::f16) {
@@ -84,6 +84,7 @@ void Generator::narrow_io(const Xmm& v, const Xmm& t1, const Xmm& t2) {
   vpsrld(v, v, 16);
   vpor(v, v, quiet);
   vblendvps(t1, t1, v, t2);
+  if (!pack) return;  // each dword's low half holds its bf16
   vpackusdw(t1, t1, t1);  // per 128-bit lane: the four words twice
   vpermq(Ymm(t1.getIdx()), Ymm(t1.getIdx()), 0x08);
 }

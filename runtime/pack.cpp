@@ -150,8 +150,9 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
         for (int64_t kxv = 0; kxv < kx_v; ++kxv)
           for (int64_t ic = 0; ic < ic_g; ic += step) {
             for (int64_t c = 0; c < width; ++c) {
-              // even_odd: slot 16 * (2m + odd) + i of a block holds channel 32m + 2i + odd
-              const int64_t cc = pl.bf16_even_odd ? c / 32 * 32 + c % 16 * 2 + c % 32 / 16 : c;
+              // even_odd: slot L * (2m + odd) + i of a block (L lanes) holds channel 2Lm + 2i + odd
+              const int64_t L = pl.lanes;
+              const int64_t cc = pl.bf16_even_odd ? c / (2 * L) * (2 * L) + c % L * 2 + c % (2 * L) / L : c;
               const int64_t ocv = ob * pl.main.vectors * pl.lanes + cc;
               auto weight = [&](int64_t i) {
                 if (ocv >= pl.oc_per_group || i >= ic_g) return 0.f;

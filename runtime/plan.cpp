@@ -437,10 +437,13 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   choose_ic_blocks(pl, h);
   choose_widen_src(pl, p, h);
   choose_band_rows(pl, h);
-  // Whole vector pairs (so no masks) and one register left for the odd-channel mask.
+  // bf16 depthwise widens a pair of vectors by a shift and a mask (no shuffle per FMA; AVX2 1.15-1.30x on
+  // all 11 suite layers, docs/DTYPES.md). Whole vector pairs (so no masks), and registers for the even
+  // and odd vectors (AVX-512: and the odd-channel mask; AVX2 reads it from memory).
+  const int even_odd_regs = pl.isa == Isa::avx512_core ? 3 : 2;
   pl.bf16_even_odd = !pl.widen_src && pl.algorithm == Algorithm::depthwise && pl.dtype == DType::bf16 &&
-                     pl.isa == Isa::avx512_core && pl.oc_per_group % 32 == 0 && pl.oc_vectors % 2 == 0 &&
-                     pl.ur_w * pl.oc_vectors + pl.oc_vectors + 3 <= vector_registers(pl.isa);
+                     pl.oc_per_group % (2 * pl.lanes) == 0 && pl.oc_vectors % 2 == 0 &&
+                     pl.ur_w * pl.oc_vectors + pl.oc_vectors + even_odd_regs <= vector_registers(pl.isa);
   finish_rows(pl, h);
 }
 
