@@ -14,10 +14,10 @@ namespace deconvjit::detail {
 // aligned or none is: mixing plain and non-temporal stores over the same lines lost.
 bool nt_stores_possible(const Plan& pl) {
   const bool zmm = pl.isa == Isa::avx512_core, f32 = pl.dtype == DType::f32;
-  // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart. The row buffer's flush:
-  // a line's run of a channel's row (16 f32, 32 16-bit elements: transpose_block_avx512), each a whole
-  // line where the row starts one.
+  // The row buffer's flush: a line's run of a channel's row (16 f32, 32 16-bit elements:
+  // transpose_block_avx512), each a whole line where the row starts one.
   if (row_buffered(pl.layout)) return flush_in_tiles(pl) && pl.ic_blocks == 1;
+  // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
   if (x_vector_family(pl.algorithm))
     return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
            pl.axes[2].out % pl.lanes == 0;
@@ -47,7 +47,8 @@ bool nt_stores_possible(const Plan& pl) {
 // - the row buffer's flush (NCX, AVX-512) from 4 MB: f32 1.00-1.18x on all 33 such suite layers, at any
 //   arithmetic (unet3d_up3 1.18x at 64 FLOPs per byte, johnson_up2_b4 1.16x, pix2pixhd_g1_up1 1.00x at
 //   1152); at 2-3.5 MB 0.89-1.09x (dilated_syn 0.89x), below 0.91-1.06x. bf16 from 4 MB 0.996-1.10x on
-//   all 22, below 0.93-1.13x (docs/data/nt_flush_sweep_{f32,bf16}_2t.jsonl, tools/scripts/nt_flush_sweep.py).
+//   all 22, below 0.93-1.13x (docs/data/nt_flush_sweep_{f32,bf16}_2t.jsonl, tools/scripts/nt_flush_sweep.py);
+//   f16 moves the same bits as bf16 and takes the same bound.
 // The FLOPs per byte are those of AVX-512's f32 rate; at AVX2's half rate the arithmetic takes twice as
 // long next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs
 // per byte 4-7% slower), and bf16 channel pairs (twice the rate) double it.

@@ -124,7 +124,8 @@ struct TuningHints {
   int ic_pairs = -1;
   // Output written straight into dst in whole cache lines (NXC: direct, gemm, depthwise, where a vector is
   // half a line (f32 on AVX2, 16-bit data on AVX-512) with an even number of vectors per block; f32 NCX on
-  // AVX-512: depthwise_x, dot_x): -1 heuristic, 0 off, 1 on. On:
+  // AVX-512: depthwise_x, dot_x; NCX through the row buffer on AVX-512, output rows of whole lines: its
+  // flush): -1 heuristic, 0 off, 1 on. On:
   // whole output vectors are written with non-temporal stores (vmovntps) where a block starts on a cache
   // line, so an output far larger than the caches goes to memory without first being read into them.
   int nt_stores = -1;
