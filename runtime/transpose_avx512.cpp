@@ -9,19 +9,21 @@
 
 #include "runtime/transpose.hpp"
 
-// Everything here runs only under plans for AVX-512 (F, BW, VL: avx512_core), lambdas included.
-#pragma GCC target("avx512f,avx512bw,avx512vl")
+// Everything here runs only under plans for AVX-512 (F, BW, VL: avx512_core).
+#define DECONVJIT_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's AVX-512 headers pass _mm512_undefined_ps() as the pass-through of unmasked shuffles, which its
 // -Wuninitialized then reports from inside the headers.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace deconvjit::detail {
 namespace {
 
 // A 16x16 transpose of 32-bit elements: pairs of rows interleave within each 128-bit lane, then
 // quadruples; two rounds of 128-bit lane shuffles put lane L of column group j in place.
-void transpose16(const __m512* r, __m512* col) {
+DECONVJIT_AVX512 void transpose16(const __m512* r, __m512* col) {
   __m512 t[16], u[16];
   for (int i = 0; i < 16; i += 2) {
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
@@ -50,7 +52,7 @@ void transpose16(const __m512* r, __m512* col) {
 inline bool stream_to(const void* o, bool nt) { return nt && reinterpret_cast<uintptr_t>(o) % 64 == 0; }
 
 // f32: 16 rows of nc columns (at most 16) in, nc columns of 16 rows out.
-void tile16(const float* in, int64_t is, float* out, int64_t os, int nc, bool nt) {
+DECONVJIT_AVX512 void tile16(const float* in, int64_t is, float* out, int64_t os, int nc, bool nt) {
   const __mmask16 cols = static_cast<__mmask16>((1u << nc) - 1);
   __m512 r[16], col[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm512_maskz_loadu_ps(cols, in + i * is);
@@ -67,7 +69,7 @@ void tile16(const float* in, int64_t is, float* out, int64_t os, int nc, bool nt
 // 16-bit elements: 32 rows of nc columns. Rows 2p and 2p + 1 join into one vector of 32-bit pairs (element
 // c holds both rows' column c), so the 32-bit transpose moves pairs of rows: a column comes out as 32
 // rows, 64 bytes.
-void tile32x16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int nc, bool nt) {
+DECONVJIT_AVX512 void tile32x16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int nc, bool nt) {
   const __mmask16 cols = static_cast<__mmask16>((1u << nc) - 1);
   __m512 r[16], col[16];
   for (int p = 0; p < 16; ++p) {
