@@ -388,6 +388,14 @@ void transpose(const T* in, S* out, int64_t images, int64_t rows, int64_t cols, 
   tbb::parallel_for(int64_t{0}, tasks, body);
 }
 
+// The zero columns of one NXC source row of `x` pixels of `c` channels padded to `padded` pixels, `left`
+// of them before the row: all-zero bits, +0 in every type.
+template <typename S>
+void zero_halo(S* row, int64_t c, int64_t left, int64_t x, int64_t padded) {
+  std::fill(row, row + left * c, S{0});
+  std::fill(row + (left + x) * c, row + padded * c, S{0});
+}
+
 // The source the kernels read: NXC, rows of x widened by the plan's zero halo, in `out`.
 size_t prepared_src_floats(const CompiledKernel& k) {
   const Problem& p = k.problem;
@@ -403,14 +411,10 @@ void prepare_src(const CompiledKernel& k, const T* src, S* out) {
   const int64_t c = p.c_in, x = p.in.back();
   const HaloMap map{x, pl.halo_left, pl.halo_right};
   const int64_t rows = p.src_elements() / (c * x), xp = map.padded(x);
-  auto zero_halo = [&](int64_t r) {
-    S* row = out + r * xp * c;  // all-zero bits: +0 in every type
-    std::fill(row, row + map.left * c, S{0});
-    std::fill(row + (map.left + x) * c, row + xp * c, S{0});
-  };
+  auto zero_row = [&](int64_t r) { zero_halo(out + r * xp * c, c, map.left, x, xp); };
   if (p.data_format == DataFormat::NCX) {
     transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map, p.dtype);
-    if (pl.has_halo()) for_rows(rows, pl.parallel, zero_halo);
+    if (pl.has_halo()) for_rows(rows, pl.parallel, zero_row);
     return;
   }
   // Rows in pieces, so that one long row (1-D data) is copied by every thread; the first piece of a row
@@ -421,7 +425,7 @@ void prepare_src(const CompiledKernel& k, const T* src, S* out) {
     const T* from = src + r * row + i;
     S* to = out + (r * xp + map.left) * c + i;
     move_run(from, to, n, p.dtype);
-    if (i == 0 && pl.has_halo()) zero_halo(r);
+    if (i == 0 && pl.has_halo()) zero_row(r);
   });
 }
 
@@ -498,8 +502,7 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
     S* band = row_scratch<S, 1>(static_cast<size_t>((hi - lo + 1) * row));
     for (int64_t iy = lo; iy <= hi; ++iy) {
       S* r = band + (iy - lo) * row;
-      std::fill(r, r + pl.halo_left * c, S{0});
-      std::fill(r + (pl.halo_left + x) * c, r + row, S{0});
+      zero_halo(r, c, pl.halo_left, x, a[2].in);
       const T* from = src + n * c * in_sp + iy * x;
       move_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
     }

@@ -336,7 +336,7 @@ TEST_P(KernelCases, NonTemporalStores) {
 // nt_stores through the row buffer: the flush's AVX-512 transposes send each channel's run of a line (16
 // f32, 32 16-bit outputs) out non-temporally where it starts a line (NCX, output rows a whole number of
 // lines). Parts of a row that start mid-line (x_split 3 of 64), bands, blocks across images, 1-D and 3-D
-// rows, tails after dst that shift every run off alignment. Refused by name elsewhere (AVX2, rows of 15).
+// rows, tails after dst that shift every run off alignment. Refused by name elsewhere (AVX2, rows of 17).
 TEST_P(KernelCases, NonTemporalFlush) {
   auto rows = [](int x_split, int band_rows, int batch_block) {
     TuningHints h;
@@ -453,7 +453,7 @@ TEST_P(KernelCases, WidenedSource) {
 
 // The NCX source transposed band by band (band_rows) rather than whole: bands of one row and of the whole
 // height, a halo, pads, output rows with no taps (stride above the kernel), groups, batches on oneTBB, a
-// widened 16-bit band. Refused by name for NXC data and 3-D rows.
+// widened 16-bit band. Refused by name for NXC data, 3-D and 1-D rows.
 TEST_P(KernelCases, SourceBands) {
   auto k3 = [&](int64_t ci, int64_t co) {
     return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NCX);
@@ -497,6 +497,8 @@ TEST_P(KernelCases, SourceBands) {
   expect_refused(T().rank(3).channels(3, 3).input({3, 4, 5}).kernel({2, 2, 2}).stride({1, 1, 1})
                      .layout(DataFormat::NCX).hints(bands(2)),
                  "band_rows", "bands of 3-D rows");
+  expect_refused(T().rank(1).channels(8, 16).input({40}).kernel({3}).stride({2}).layout(DataFormat::NCX).hints(bands(2)),
+                 "band_rows", "bands of 1-D rows");
 }
 
 TEST_P(KernelCases, Groups) {

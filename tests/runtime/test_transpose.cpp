@@ -1,6 +1,7 @@
-// transpose_block, the NCX <-> NXC mover (f32, and 16-bit elements as bits): every shape from 1x1 to 17x17 (full 8x8 tiles, ragged rows,
-// ragged columns, both; the AVX-512 f32 mover up to 33x33), with strides wider than the block, each
-// buffer ending right before an inaccessible page so that any read or write past the block faults.
+// transpose_block, the NCX <-> NXC mover (f32, and 16-bit elements as bits): every shape from 1x1 to 17x17
+// (full 8x8 tiles, ragged rows, ragged columns, both; the AVX-512 movers up to 33x33 for f32 and 65x65 for
+// 16-bit data), with strides wider than the block, each buffer ending right before an inaccessible page
+// so that any read or write past the block faults.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
