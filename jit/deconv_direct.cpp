@@ -19,18 +19,20 @@ class DirectGenerator : public RowKernelGenerator {
  private:
   int nv() const { return bk_->vectors; }
   int n_bcast() const { return zmm() ? 2 : 1; }
-  Xmm acc(int p, int v) const { return vreg(p * nv() + v); }
-  Xmm wvec(int v) const { return vreg(w_ * nv() + v); }
-  Xmm bvec(int p) const { return vreg(w_ * nv() + nv() + p % n_bcast()); }
+  int sets() const { return detail::accumulator_sets(pl_, w_, nv()); }
+  int nacc() const { return sets() * w_ * nv(); }
+  Xmm acc(int p, int v, int s = 0) const { return vreg((s * w_ + p) * nv() + v); }
+  Xmm wvec(int v) const { return vreg(nacc() + v); }
+  Xmm bvec(int p) const { return vreg(nacc() + nv() + p % n_bcast()); }
   bool depthwise() const { return pl_.algorithm == detail::Algorithm::depthwise; }
 
   // bf16_even_odd: 0xffff0000 in every dword; AVX-512 keeps it in a register (plan.cpp keeps one free),
   // AVX2 reads it from the table.
   Zmm odd_mask() const { return Zmm(31); }
-  Xmm odd_temp() const { return vreg(w_ * nv() + nv() + 1); }  // the odd channels' vector (AVX2)
+  Xmm odd_temp() const { return vreg(nacc() + nv() + 1); }  // the odd channels' vector (AVX2)
 
   void emit_prologue() override {
-    assert(w_ * nv() + nv() + n_bcast() <= detail::vector_registers(pl_.isa));
+    assert(nacc() + nv() + n_bcast() <= detail::vector_registers(pl_.isa));
     if (pl_.bf16_even_odd && zmm()) {
       mov(eax, 0xffff0000u);
       vpbroadcastd(odd_mask(), eax);
@@ -41,9 +43,19 @@ class DirectGenerator : public RowKernelGenerator {
     }
   }
 
-  void emit_zero() override {
-    for (int p = 0; p < w_; ++p)
-      for (int v = 0; v < nv(); ++v) vxorps(acc(p, v), acc(p, v), acc(p, v));
+  void emit_zero() override { zero_sets(0); }
+
+  void zero_sets(int from) {
+    for (int s = from; s < sets(); ++s)
+      for (int p = 0; p < w_; ++p)
+        for (int v = 0; v < nv(); ++v) vxorps(acc(p, v, s), acc(p, v, s), acc(p, v, s));
+  }
+
+  // Plan::acc_chains: the other sets' partial sums join set 0 before the store, in a fixed order.
+  void combine_sets() {
+    for (int s = 1; s < sets(); ++s)
+      for (int p = 0; p < w_; ++p)
+        for (int v = 0; v < nv(); ++v) vaddps(acc(p, v), acc(p, v), acc(p, v, s));
   }
 
   // Pairs: each step covers two channels (the odd last one too), a 32-bit slot of weights per lane.
@@ -71,6 +83,7 @@ class DirectGenerator : public RowKernelGenerator {
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * kFloat, r_ic);
     }
+    zero_sets(1);
   }
 
   void emit_reduction() override {
@@ -128,7 +141,7 @@ class DirectGenerator : public RowKernelGenerator {
       for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
       for (int p = 0; p < w_; ++p) {
         vbroadcastss(bvec(p), dword[rsp + p * slot_bytes() + 4 * k]);
-        for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v), wvec(v), bvec(p));
+        for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v, k % sets()), wvec(v), bvec(p));
       }
     }
   }
@@ -173,7 +186,7 @@ class DirectGenerator : public RowKernelGenerator {
       } else {
         vpbroadcastd(b, dword[r_sx + sofs]);
       }
-      for (int v = 0; v < nv(); ++v) vdpbf16ps(Zmm(acc(p, v).getIdx()), Zmm(wvec(v).getIdx()), b);
+      for (int v = 0; v < nv(); ++v) vdpbf16ps(Zmm(acc(p, v, k % sets()).getIdx()), Zmm(wvec(v).getIdx()), b);
     }
   }
 
@@ -193,7 +206,7 @@ class DirectGenerator : public RowKernelGenerator {
         broadcast_io(bvec(p), ptr[r_sx + sofs]);
       else
         vbroadcastss(bvec(p), ptr[r_sx + sofs]);
-      for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v), wvec(v), bvec(p));
+      for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v, k % sets()), wvec(v), bvec(p));
     }
   }
 
@@ -276,6 +289,7 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   void emit_store() override {
+    combine_sets();
     if (pl_.dst_c != 1) return emit_scatter_store();
     emit_stores_by_line(pl_.kernel_nt_stores(), r_dst, [&](bool nt) { emit_contiguous_store(nt); });
   }
@@ -310,7 +324,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   // 16-bit dst: rounded on the way out; the weight and broadcast registers are free by now.
   void emit_typed_store(bool nt) {
-    const Xmm t1 = wvec(0), t2 = vreg(w_ * nv() + nv());
+    const Xmm t1 = wvec(0), t2 = vreg(nacc() + nv());
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int v = 0; v < nv(); ++v) {
@@ -377,7 +391,8 @@ size_t code_bound(const Plan& pl) {
     const size_t nv = bk->vectors;
     for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w) {
       const size_t step = nv + w + w * nv;
-      total += 512 + 2 * pl.ic_unroll * step * 12 + w * (nv + 2) * 24;
+      const size_t sets = static_cast<size_t>(detail::accumulator_sets(pl, static_cast<int>(w), bk->vectors));
+      total += 512 + 2 * pl.ic_unroll * step * 12 + w * (nv + 2) * 24 + 2 * sets * w * nv * 8;
       if (pl.dtype != DType::f32) total += 2 * pl.ic_unroll * w * 12 + w * nv * 24 * 12;  // conversions
     }
   }

@@ -85,6 +85,9 @@ struct Plan {
   int ur_w = 1;          // output pixels per register block
   int oc_vectors = 1;    // channel vectors per register block (BlockKind main)
   int ic_unroll = 1;     // input-channel loop unroll
+  // Independent accumulator chains a direct or gemm register block keeps at least, as registers and the
+  // unroll allow (accumulator_sets); 1 elsewhere. Not a choice: idle registers cost nothing.
+  int acc_chains = 1;
   int x_split = 1;       // parts each output row is cut into, for threading
   int oc_loop = 1;       // channel blocks one call walks for each pixel block (depthwise: many tiny ones)
   bool parallel = true;  // false: tiny problems run on the calling thread
@@ -243,6 +246,10 @@ bool nt_stores_possible(const Plan& pl);
 // of 6 layers): AVX-512 0.913 -> 0.937 (ov_spec_ex1 0.72 -> 0.83). Not for bf16, whose broadcast widens
 // with one shift (AVX-512 exact route 1.031 -> 0.938), nor on AVX2 (bf16 0.957 -> 0.798, f16 0.876 ->
 // 0.845 on 3 layers): there the store and reload cost more than they save.
+// The accumulator sets of a direct or gemm function of w pixels x nv vectors: its unrolled input channels
+// cycle over them, and they are summed (in a fixed order) before the store. See Plan::acc_chains.
+int accumulator_sets(const Plan& pl, int w, int nv);
+
 inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;
   return pl.dtype == DType::f16 && !pl.widen_src && pl.isa == Isa::avx512_core &&

@@ -120,6 +120,7 @@ std::string Plan::to_json() const {
   j["widen_src"] = widen_src;
   j["band_rows"] = band_rows;
   j["ic_unroll"] = ic_unroll;
+  j["acc_chains"] = acc_chains;
   j["x_split"] = x_split;
   j["oc_loop"] = oc_loop;
   j["parallel"] = parallel;

@@ -408,6 +408,36 @@ TEST_P(KernelCases, UnrolledChannelGroups) {
   EXPECT_EQ(four.at("ic_unroll").get<int>(), 4);
 }
 
+// Blocks of few accumulators (one pixel of one vector, a row's last pixels) cycle the unrolled input
+// channels over several accumulator sets and sum them before the store (Plan::acc_chains): unrolls with
+// and without a remainder, one and three pixels, a channel tail, bf16 pairs with a lone last channel, f16
+// groups widened together, and (f32) a reduction in passes, whose later passes resume in the first set.
+TEST_P(KernelCases, NarrowBlocksCycleAccumulatorSets) {
+  for (int u : {2, 4, 8})
+    for (int64_t c_in : {int64_t{u}, int64_t{3 * u + 1}})
+      for (int ur : {1, 3})
+        for (DataFormat f : kFormats) {
+          SCOPED_TRACE("unroll " + std::to_string(u) + ", " + std::to_string(c_in) + " channels, ur_w " +
+                       std::to_string(ur));
+          TuningHints h;
+          h.algorithm = "direct";
+          h.ic_unroll = u;
+          h.ur_w = ur;
+          h.oc_vectors = 1;
+          T().channels(c_in, 13).input({3, 7}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {0, 0}).layout(f).hints(h).Test();
+        }
+  const DeconvTester narrow =
+      T().channels(32, 13).input({3, 5}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NXC);
+  EXPECT_EQ(plan_of(narrow).at("acc_chains").get<int>(), 8);
+  EXPECT_EQ(plan_of(T().groups(8).channels(8, 8).input({3, 5}).kernel({3, 3})).at("acc_chains").get<int>(), 1);
+  if (dtype() != DType::f32) return;  // reductions in passes are f32 only
+  TuningHints passes;
+  passes.algorithm = "direct";
+  passes.ic_block = 8;
+  passes.ur_w = 1;
+  DeconvTester(narrow).hints(passes).Test();
+}
+
 // A 16-bit source widened to f32 once before the kernel (widen_src), in every route that can take it:
 // direct in NXC and through the NCX row buffer, with a halo, across images, gemm, depthwise, the NCX
 // scratch route, a channel tail. f32 data has nothing to widen: the hint is refused by name.

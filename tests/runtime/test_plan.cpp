@@ -391,6 +391,33 @@ TEST(PlanHeuristic, BlocksKeepTheirSourceLinesWithinEightL1Ways) {
   EXPECT_EQ(plan_for(DeconvTester(base).channels(1024, 15), Isa::avx512_core, h).ur_w, 28);
 }
 
+// Narrow direct blocks keep 8 chains as the unroll and the registers allow; wide ones one set.
+TEST(PlanHeuristic, NarrowBlocksGetAccumulatorSets) {
+  const DeconvTester t = DeconvTester().layout(DataFormat::NXC).channels(64, 15).input({8, 8}).kernel({3, 3});
+  TuningHints h;
+  h.algorithm = "direct";
+  h.ic_unroll = 4;
+  const Plan a = plan_for(t, Isa::avx512_core, h);
+  ASSERT_EQ(a.acc_chains, 8);
+  EXPECT_EQ(accumulator_sets(a, 1, 1), 4);  // the unroll caps it
+  EXPECT_EQ(accumulator_sets(a, 3, 1), 3);
+  EXPECT_EQ(accumulator_sets(a, 4, 2), 1);
+  EXPECT_EQ(accumulator_sets(a, 14, 1), 1);
+  h.ic_unroll = 8;
+  const Plan b = plan_for(t, Isa::avx512_core, h);
+  EXPECT_EQ(accumulator_sets(b, 1, 1), 8);
+  const Plan c = plan_for(t, Isa::avx2, h);
+  EXPECT_EQ(accumulator_sets(c, 1, 1), 8);  // 8 + a weight + a broadcast of 16 registers
+  EXPECT_EQ(accumulator_sets(c, 1, 4), 2);  // 8 + 4 + 1
+  EXPECT_EQ(accumulator_sets(c, 1, 5), 2);  // 10 + 5 + 1
+  EXPECT_EQ(accumulator_sets(c, 1, 6), 1);  // 12 + 6 + 1 would not fit
+  h.ic_unroll = 1;
+  EXPECT_EQ(accumulator_sets(plan_for(t, Isa::avx512_core, h), 1, 1), 1);  // no unrolled channels to cycle
+  TuningHints dw;
+  dw.algorithm = "depthwise";
+  EXPECT_EQ(plan_for(DeconvTester(t).groups(16).channels(16, 16), Isa::avx512_core, dw).acc_chains, 1);
+}
+
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
   std::mt19937 rng(5);
   for (int i = 0; i < 100; ++i) {
