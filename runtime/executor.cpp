@@ -259,15 +259,19 @@ void run_depthwise_x(const CompiledKernel& k, const T* src, const float* packed,
   for_rows(pl.batch * pl.oc_blocks * rows, pl.parallel, task, pl.nt_stores);
 }
 
-// One pass per input-channel block (usually one); a pass finishes before the next reads its sums.
+// A task runs every pass of the reduction (Plan::ic_blocks, usually one) over its row part in turn: the
+// part's outputs stay in L1 or L2 between passes, and each pass's slice of the weights stays in L1 across
+// the part's blocks. Each output sees the passes in the same order whatever the threads.
 template <typename S, typename T>
 void run_rows(const CompiledKernel& k, const S* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const RowGeometry geo = geometry(pl);
   const int64_t tasks = pl.groups * geo.ob_calls * geo.images * pl.axes[0].out * pl.axes[1].out *
                         static_cast<int64_t>(k.schedule.parts.size());
-  for (int64_t pass = 0; pass < pl.ic_blocks; ++pass)
-    for_rows(tasks, pl.parallel, [&](int64_t t) { run_task(k, geo, t, pass, src, packed, dst); }, pl.nt_stores);
+  auto task = [&](int64_t t) {
+    for (int64_t pass = 0; pass < pl.ic_blocks; ++pass) run_task(k, geo, t, pass, src, packed, dst);
+  };
+  for_rows(tasks, pl.parallel, task, pl.nt_stores);
 }
 
 // gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of
