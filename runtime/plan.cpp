@@ -9,6 +9,7 @@
 
 #include "runtime/cpu.hpp"
 #include "runtime/int_math.hpp"
+#include "runtime/schedule.hpp"
 
 namespace deconvjit::detail {
 
@@ -239,6 +240,43 @@ bool full_tap_range(const Axis& x, int64_t o, int64_t& lo, int64_t& hi) {
   return false;
 }
 
+// Without a halo, a row's border pixels with a tap pattern of their own run in blocks of their own, a few
+// pixels wide: each weight vector they load serves one to three pixels (rnd08 of docs/PERFORMANCE.md, a
+// 7x7 input under a 7x7 kernel at stride 1: every pixel a border pixel, 0.088 ms; with the halo one block
+// of 7, 0.047). The halo pays there when runs of fewer than 4 pixels hold at least 8% of the row's FMAs
+// and its zero columns add at most two thirds to them (dcgan64_g1_b1, one input column under a 4-wide
+// kernel: 3 of 4 FMAs on zeros, 0.85x; 3 input columns under 4 taps, 60% more, 1.2-2.0x). Measured on
+// every layer of the suites and of 88 random ones whose default it changes: 27, all faster (1.04-2.13x).
+bool halo_widens_blocks(const Axis& x, int64_t left, int64_t right) {
+  Axis padded = x;
+  padded.in += left + right;
+  padded.pad_begin += left * x.stride;
+  int64_t useful = 0, narrow = 0, full = 0;
+  for (int64_t r = 0; r < std::min(x.stride, x.out); ++r) {
+    int64_t run = 0, run_fmas = 0, prev_count = -1, prev_i0 = 0, prev_k0 = 0;
+    auto close = [&] {  // (runs of one tap per pixel cost little: fcn16s_siftflow_sem_upscore2 NCX 0.8x)
+      if (run > 0 && run < 4 && run_fmas > run) narrow += run_fmas;
+    };
+    for (int64_t o = r; o < x.out; o += x.stride) {
+      const AxisTaps t = axis_taps(x, o);
+      useful += t.count;
+      full += axis_taps(padded, o).count;
+      const bool same = t.count == prev_count && t.k0 == prev_k0 && (t.count == 0 || t.i0 == prev_i0 + 1);
+      if (!same) {
+        close();
+        run = run_fmas = 0;
+      }
+      ++run;
+      run_fmas += t.count;
+      prev_count = t.count;
+      prev_i0 = t.i0;
+      prev_k0 = t.k0;
+    }
+    close();
+  }
+  return useful > 0 && narrow * 100 >= 8 * useful && 3 * (full - useful) <= 2 * useful;
+}
+
 // Zero columns that make every output pixel of a phase see all of the phase's taps: the first output of
 // each phase reaches furthest left, the last furthest right. (K == s without pads or output padding
 // needs none.)
@@ -262,8 +300,14 @@ void choose_halo(Plan& pl, const TuningHints& h) {
   // Nor when blocks run across images: a block then holds one pixel of several images, whose taps are the
   // same whatever the border, so the zero columns would only add FMAs (dcgan_g2, 4 columns and 2 of halo:
   // tuned without it 1.2x faster, as dcgan32_g2_b64 1.23x, dcgan64_g3_b16 1.15x, lsgan_d1_b16 1.13x).
-  const bool wanted = h.x_halo == 1 || (h.x_halo == -1 && flops_per_src >= 2048 && !pl.block_over_batch &&
-                                        4 * (left + right) <= x.in + 8 && 2 * (left + right) <= x.in);
+  const bool small = flops_per_src >= 2048 && 4 * (left + right) <= x.in + 8 && 2 * (left + right) <= x.in;
+  // Or where it merges narrow border runs (halo_widens_blocks), on 768+ FLOPs per source element (a 5x5
+  // input, 3x3 kernel, 16 channels: 288 FLOPs, 0.78x). Not in gemm, whose folded x has K/s taps (2, mostly):
+  // its border runs are a pixel of one tap, cheap without the halo (fcn8s_upscore2 0.71x, 0.73-0.79x on
+  // fcn16s_siftflow_sem_upscore2).
+  const bool merges = flops_per_src >= 768 && pl.algorithm != Algorithm::gemm && halo_widens_blocks(x, left, right);
+  const bool by_default = !pl.block_over_batch && (small || merges);
+  const bool wanted = h.x_halo == 1 || (h.x_halo == -1 && by_default);
   if (!possible || !wanted) return;
   pl.halo_left = left;
   pl.halo_right = right;

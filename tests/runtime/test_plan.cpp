@@ -418,6 +418,27 @@ TEST(PlanHeuristic, NarrowBlocksGetAccumulatorSets) {
   EXPECT_EQ(plan_for(DeconvTester(t).groups(16).channels(16, 16), Isa::avx512_core, dw).acc_chains, 1);
 }
 
+// Zero columns merge the narrow runs of border pixels into whole blocks where those runs hold 8%+ of the
+// FMAs, the zeros add at most two thirds and the arithmetic per source element pays for the copy.
+TEST(PlanHeuristic, HaloMergesNarrowBorderRuns) {
+  auto halo = [](const DeconvTester& t) { return plan_for(t, Isa::avx512_core).has_halo(); };
+  const DeconvTester k7 = DeconvTester().layout(DataFormat::NXC).channels(80, 40).input({7, 7}).kernel({7, 7})
+                              .pads({3, 3}, {3, 3});
+  EXPECT_TRUE(halo(k7));                                     // every pixel a border pixel
+  EXPECT_TRUE(halo(DeconvTester(k7).input({14, 14})));       // 6 of 14
+  // 1176 FLOPs per source element: a halo small next to the row alone does not pay, merging runs does.
+  EXPECT_TRUE(halo(DeconvTester(k7).channels(80, 12)));
+  EXPECT_FALSE(halo(DeconvTester(k7).channels(80, 12).input({7, 200})));  // 6 of 200: blocks stay whole
+  EXPECT_FALSE(halo(DeconvTester(k7).channels(80, 2)));      // 196 FLOPs per source element
+  EXPECT_FALSE(halo(DeconvTester(k7).input({1, 1})));        // 6 of 7 taps on zeros
+  EXPECT_FALSE(halo(DeconvTester(k7).batch(8).input({4, 4})));  // blocks across images
+  // Border runs of one tap per pixel (4 taps at stride 2, no pads) cost little without it.
+  TuningHints direct;
+  direct.algorithm = "direct";
+  EXPECT_FALSE(plan_for(DeconvTester().layout(DataFormat::NXC).channels(33, 33).input({8, 8}).kernel({4, 4})
+                            .stride({2, 2}), Isa::avx512_core, direct).has_halo());
+}
+
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
   std::mt19937 rng(5);
   for (int i = 0; i < 100; ++i) {
