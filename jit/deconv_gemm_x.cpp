@@ -6,7 +6,7 @@
 // vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
 // contiguous NCX output rows. Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function
 // 0 computes a full row group and function 1 (when the height calls for it) the shorter last group of a
-// plane.
+// plane. With a 1x1 kernel on x (stride 1) the vectors are stored as they are.
 #include <algorithm>
 #include <vector>
 
@@ -91,6 +91,8 @@ class GemmXGenerator : public Generator {
   void emit_pair_loads(const std::vector<Vec>& vs, int k, bool single);
   void emit_store(const std::vector<Vec>& vs);
   void emit_half_store(const Address& a, int first, int end);  // output positions [first, end) of temp()
+  void emit_plain_store(const std::vector<Vec>& vs);
+  void emit_lanes_store(const Address& a, const Zmm& from, int first, int end);
   void emit_tables();
 };
 
@@ -225,10 +227,31 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single
   }
 }
 
+// Stride 1 on x (a 1x1 kernel there): lane l of a vector is output x ix + l of its input row's output
+// row, stored as it is, one store per input row the lanes belong to.
+void GemmXGenerator::emit_plain_store(const std::vector<Vec>& vs) {
+  const int64_t ky_n = pl_.axes[1].kernel, kz_n = pl_.axes[0].kernel, out_h = pl_.axes[1].out;
+  for (size_t v = 0; v < vs.size(); ++v)
+    for (int co = 0; co < channels_; ++co)
+      for (int64_t kz = 0; kz < kz_n; ++kz)
+        for (int64_t ky = 0; ky < ky_n; ++ky) {
+          const int c = static_cast<int>(co * positions() + kz * ky_n + ky);
+          for (int a = 0; a < vs[v].lanes;) {  // lanes [a, b) lie in one input row
+            const int64_t iy = (vs[v].q0 + a) / row_in(), ix = (vs[v].q0 + a) % row_in();
+            const int b = static_cast<int>(std::min<int64_t>(vs[v].lanes, a + row_in() - ix));
+            const int64_t row = kz * out_h + pl_.axes[1].stride * iy + ky;
+            const int64_t base = co * out_sp() + row * row_out() + ix - a;
+            emit_lanes_store(ptr[r_dst + base * eb()], acc(static_cast<int>(v), c), a, b);
+            a = b;
+          }
+        }
+}
+
 // Per (vector, output channel, z and y position) the kx = 0 and kx = 1 sums interleave into 32 outputs,
 // out[2l + kx] = acc_kx[l], stored half a vector (8 input lanes) at a time: one store per input row the
 // half's lanes belong to, under a mask when it is not the whole half.
 void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
+  if (pl_.axes[2].stride == 1) return emit_plain_store(vs);
   vmovups(idx(0), ptr[rip + l_index_]);
   vmovups(idx(1), ptr[rip + l_index_ + 64]);
   const int64_t ky_n = pl_.axes[1].kernel, kz_n = pl_.axes[0].kernel, out_h = pl_.axes[1].out;
@@ -256,16 +279,19 @@ void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
         }
 }
 
-void GemmXGenerator::emit_half_store(const Address& a, int first, int end) {
-  // 16-bit: temp() is rounded on the way out, with the broadcast registers (free by now) as scratch.
+void GemmXGenerator::emit_half_store(const Address& a, int first, int end) { emit_lanes_store(a, temp(), first, end); }
+
+// Lanes [first, end) of `from` to a's lanes [first, end). 16-bit: rounded on the way out, with the
+// broadcast registers (free by now) as scratch.
+void GemmXGenerator::emit_lanes_store(const Address& a, const Zmm& from, int first, int end) {
   const bool whole = first == 0 && end == pl_.lanes;
-  if (whole) return io16() ? store_io(a, temp(), bvec(0), bvec(1)) : vmovups(a, temp());
+  if (whole) return io16() ? store_io(a, from, bvec(0), bvec(1)) : vmovups(a, from);
   mov(r_tmp.cvt32(), ((1u << end) - 1) & ~((1u << first) - 1));
   kmovw(k2, r_tmp.cvt32());
   if (io16())
-    store_io_lanes(a, temp(), first, end, k2, bvec(0), bvec(1));
+    store_io_lanes(a, from, first, end, k2, bvec(0), bvec(1));
   else
-    vmovups(a | k2, temp());
+    vmovups(a | k2, from);
 }
 
 void GemmXGenerator::emit_tables() {

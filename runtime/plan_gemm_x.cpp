@@ -1,8 +1,9 @@
 // Planning for the gemm_x family: NCX data, K == s on every axis, no pads. Each input pixel then feeds
-// exactly one output per kernel position, out[co][s*iz+kz][s*iy+ky][2*ix+kx] = sum_ci in[ci][iz][iy][ix] *
+// exactly one output per kernel position, out[co][s*iz+kz][s*iy+ky][s*ix+kx] = sum_ci in[ci][iz][iy][ix] *
 // w[ci][co][kz][ky][kx], so the kernel is a GEMM with the vector along input x (contiguous in NCX) and
-// one accumulator per (vector, output channel, kernel position). The two x phases of an output row are
-// interleaved in registers before the store, so nothing is copied or transposed.
+// one accumulator per (vector, output channel, kernel position). With stride 2 on x the two x phases of
+// an output row are interleaved in registers before the store; with stride 1 (a pointwise layer, or
+// K = s = 1 on x only) each vector is stored as it is. Nothing is copied or transposed.
 #include <algorithm>
 
 #include "runtime/cpu.hpp"
@@ -102,12 +103,12 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
   for (int64_t v : p.in) in_sp *= v;
   for (int64_t v : p.out) out_sp *= v;
   for (int64_t k : p.kernel) positions *= k;
-  // The x phases are interleaved pairwise. One vector needs an accumulator per kernel position. Blocks
+  // The x phases are interleaved pairwise (stride 2) or stored as they are (1). One vector needs an accumulator per kernel position. Blocks
   // along a row are unrolled, so rows are bounded (the row buffer takes longer ones). Input planes are
   // stepped (up to 8 channels unrolled) and output planes addressed (up to 24 channels per block) with
   // 32-bit displacements.
   const int64_t row_vectors = (p.in.back() + 15) / 16;
-  return p.stride.back() == 2 && positions <= kAccumulators && row_vectors <= 64 &&
+  return p.stride.back() <= 2 && positions <= kAccumulators && row_vectors <= 64 &&
          std::max(in_sp * 8, out_sp * kAccumulators) * 4 < (int64_t{1} << 31);
 }
 

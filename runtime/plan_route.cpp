@@ -155,7 +155,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   }
   check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, G=1, kernel == stride "
                                       "on every axis with no pads, dilation or output padding, and "
-                                      "stride 2 on x");
+                                      "stride 1 or 2 on x");
   check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "
                                            "group, x dilation 1 and an x stride dividing the vector "
                                            "lanes");

@@ -731,6 +731,42 @@ TEST_P(KernelCases, GemmAlongX) {
   EXPECT_NE(plan_of(padded).at("algorithm"), "gemm_x");
 }
 
+// gemm_x with a 1x1 kernel on x (stride 1 there): the vectors are stored as they are, one store per input
+// row their lanes cross. Rows of whole vectors and ragged ones, a flat plane of 7-pixel rows, stacked
+// rows, 1-D, a y stride of 2, 3-D, bf16 pairs with an odd channel count; whole-vector rows take it by
+// default (a pointwise layer: the source read where it lies, no row buffer), ragged ones keep the row buffer.
+TEST_P(KernelCases, GemmAlongXStrideOne) {
+  const bool z = isa() == Isa::avx512_core;
+  TuningHints gx;
+  gx.algorithm = "gemm_x";
+  auto ncx = [&](int rank) { return T().rank(rank).layout(DataFormat::NCX); };
+  const std::vector<DeconvTester> cases = {
+      ncx(2).batch(2).channels(9, 21).input({3, 32}).kernel({1, 1}),
+      ncx(2).channels(5, 7).input({4, 37}).kernel({1, 1}),
+      ncx(2).channels(3, 4).input({5, 7}).kernel({1, 1}),
+      ncx(2).channels(4, 6).input({20, 12}).kernel({1, 1}),
+      ncx(1).channels(7, 5).input({100}).kernel({1}),
+      ncx(2).channels(6, 5).input({3, 30}).kernel({2, 1}).stride({2, 1}),
+      ncx(3).channels(4, 3).input({2, 3, 16}).kernel({2, 2, 1}).stride({2, 2, 1}),
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    if (!z) {
+      expect_refused(DeconvTester(cases[i]).hints(gx), "gemm_x", "gemm_x on AVX2");
+      continue;
+    }
+    DeconvTester forced = DeconvTester(cases[i]).hints(gx);
+    forced.Test();
+    EXPECT_EQ(plan_of(forced).at("algorithm"), "gemm_x");
+  }
+  DeconvTester whole = ncx(2).batch(2).channels(24, 40).input({6, 64}).kernel({1, 1});
+  DeconvTester ragged = ncx(2).channels(24, 40).input({6, 37}).kernel({1, 1});
+  whole.Test();
+  ragged.Test();
+  EXPECT_EQ(plan_of(whole).at("algorithm") == "gemm_x", z);
+  EXPECT_NE(plan_of(ragged).at("algorithm"), "gemm_x");
+}
+
 // gemm_x with each row group's source copied into a tile (pack_src), both ways on the same shapes: ragged
 // rows, three stacked rows with a shorter last group, a flat plane, a channel tail, 3D, batches, and oneTBB
 // tasks that each pack their own tile. The default packs planes a multiple of 8 KiB apart from 17 input
