@@ -438,6 +438,46 @@ TEST_P(KernelCases, NarrowBlocksCycleAccumulatorSets) {
   DeconvTester(narrow).hints(passes).Test();
 }
 
+// Blocks of one channel vector (at most 16 output channels per block) read an f32 source through the FMA's
+// own broadcast operand on AVX-512: every route that reaches them. NXC with a channel tail and with all 16
+// lanes, one to 28 pixels, unroll remainders and accumulator sets; gemm (8 channels folded by a stride of 2);
+// a halo; blocks across images; groups of 8; the NCX row buffer, bands, and the source read in place (its
+// channels a plane apart); a reduction in passes (f32); a 16-bit source widened to f32. Each plan is checked
+// to have one vector per block, so the case covers what it says.
+TEST_P(KernelCases, OneVectorBlocks) {
+  auto k3 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).input({5, 30}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NXC);
+  };
+  auto with = [](auto set) {
+    TuningHints h;
+    set(h);
+    return h;
+  };
+  const int widest = isa() == Isa::avx512_core ? 28 : 6;  // AVX2 holds 16 channels in two vectors
+  std::vector<DeconvTester> cases = {
+      k3(13, 10),
+      k3(16, 16).hints(with([&](TuningHints& h) { h.ur_w = widest; h.ic_unroll = 3; })),
+      k3(5, 16).input({3, 4}).hints(with([](TuningHints& h) { h.ur_w = 1; })),
+      T().channels(12, 8).input({4, 7}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC),  // gemm
+      k3(9, 12).kernel({5, 5}).hints(with([](TuningHints& h) { h.x_halo = 1; })),
+      k3(6, 7).batch(4).input({2, 2}).hints(with([](TuningHints& h) { h.batch_block = 1; })),
+      k3(16, 64).groups(8).input({4, 6}),
+      k3(11, 14).layout(DataFormat::NCX).hints(with([](TuningHints& h) { h.algorithm = "direct"; h.layout = "row_buffer"; })),
+      k3(11, 14).batch(2).input({9, 12}).layout(DataFormat::NCX).hints(with([](TuningHints& h) { h.algorithm = "direct"; h.band_rows = 3; })),
+  };
+  if (dtype() == DType::f32) {
+    cases.push_back(k3(11, 14).layout(DataFormat::NCX).hints(with([](TuningHints& h) { h.layout = "src_in_place"; })));
+    cases.push_back(k3(40, 9).hints(with([](TuningHints& h) { h.algorithm = "direct"; h.ic_block = 8; })));
+  } else {
+    cases.push_back(k3(11, 14).hints(with([](TuningHints& h) { h.widen_src = 1; })));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    cases[i].Test();
+    if (isa() == Isa::avx512_core) EXPECT_EQ(plan_of(cases[i]).at("oc_vectors").get<int>(), 1);
+  }
+}
+
 // A 16-bit source widened to f32 once before the kernel (widen_src), in every route that can take it:
 // direct in NXC and through the NCX row buffer, with a halo, across images, gemm, depthwise, the NCX
 // scratch route, a channel tail. f32 data has nothing to widen: the hint is refused by name.
