@@ -71,7 +71,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"ic_block", ""}, "choose_ic_blocks: one pass over the input channels (splitting measured slower)"},
       {{"x_halo", ""},
        "choose_halo: zero columns around the source when the arithmetic per source element is at least "
-       "2048 FLOP and the halo is small next to the row, or at least 768 FLOP and the halo merges border "
+       "2048 FLOP, the halo is small next to the row and merges some border run of 1-3 pixels (none with a "
+       "dilation of 4+), or at least 768 FLOP and the halo merges border "
        "runs of 1-3 pixels holding 8%+ of the row's FMAs, adding at most two thirds of zeros (not in gemm, "
        "nor across images)"},
       {{"ic_pairs", ""},

@@ -439,6 +439,21 @@ TEST(PlanHeuristic, HaloMergesNarrowBorderRuns) {
                             .stride({2, 2}), Isa::avx512_core, direct).has_halo());
 }
 
+// A halo small next to the row is taken on 2048+ FLOPs per source element only where it merges a border run
+// of 1-3 pixels: a 3x3 kernel at dilation 4 leaves runs of 4 border pixels, which the zeros would not merge
+// (they would add 10% of FMAs on zeros to a 28-pixel row); at dilation 2 the runs are 2 pixels.
+TEST(PlanHeuristic, HaloOnlyWhereItMergesShortBorderRuns) {
+  auto halo = [](int64_t dilation) {
+    const DeconvTester t = DeconvTester().layout(DataFormat::NXC).channels(256, 256).input({28, 28}).kernel({3, 3})
+                               .dilation({dilation, dilation}).pads({dilation, dilation}, {dilation, dilation});
+    return plan_for(t, Isa::avx512_core).has_halo();
+  };
+  EXPECT_TRUE(halo(1));
+  EXPECT_TRUE(halo(2));
+  EXPECT_FALSE(halo(4));
+  EXPECT_FALSE(halo(8));
+}
+
 TEST(PlanJson, ParsesAndAgreesWithThePlan) {
   std::mt19937 rng(5);
   for (int i = 0; i < 100; ++i) {
