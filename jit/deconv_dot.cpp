@@ -46,7 +46,8 @@ class DotGenerator : public RowKernelGenerator {
   int64_t reduction_wei_bytes() const override { return full_vectors() * vbytes(); }
 
   void emit_reduction() override {
-    const int64_t full = full_vectors();
+    emit_even_odd_pairs();
+    const int64_t full = full_vectors() - 2 * detail::dot_even_odd_pairs(pl_);
     if (full == 1) {
       emit_step(false);
       add(r_sx, src_vbytes());
@@ -95,6 +96,71 @@ class DotGenerator : public RowKernelGenerator {
         vmaskmovps(Ymm(xvec().getIdx()), Ymm(xvec().getIdx()), a);
       }
       for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(p, o), wvec(o), xvec());
+    }
+  }
+
+  // bf16_even_odd: each whole pair of input-channel vectors (2 x lanes bf16 channels) is read as dwords and
+  // split by a shift (even channels) and a mask (odd ones), each against its half of the packed weights;
+  // vpmovzxwd would cost a shuffle per vector. Where registers allow, both halves' weights stay in registers
+  // and each pixel's pair is loaded once; otherwise (AVX2 with three output channels) the even halves run
+  // first and the odd ones load the pixels again.
+  Xmm tvec() const { return vreg(w_ * n_oc() + n_oc() + 1); }
+  Xmm wodd(int o) const { return vreg(w_ * n_oc() + n_oc() + 2 + o); }
+  bool one_load() const { return w_ * n_oc() + 2 * n_oc() + 2 <= detail::vector_registers(pl_.isa); }
+
+  void load_pair(const Xmm& v, const Address& a) {
+    if (zmm())
+      vmovdqu32(Zmm(v.getIdx()), a);
+    else
+      vmovdqu(Ymm(v.getIdx()), a);
+  }
+  void keep_odd(const Xmm& v) {
+    if (zmm())
+      vpandd(Zmm(v.getIdx()), Zmm(v.getIdx()), ptr[rip + l_odd_]);
+    else
+      vpand(Ymm(v.getIdx()), Ymm(v.getIdx()), ptr[rip + l_odd_]);
+  }
+
+  void emit_even_odd_pairs() {
+    const int64_t pairs = detail::dot_even_odd_pairs(pl_);
+    if (pairs == 0) return;
+    const int64_t oc_stride = pl_.ic_vectors * vbytes();
+    auto pixel = [&](int p) { return ptr[r_sx + p * pl_.src_pix_stride * eb()]; };
+    Label l_pair;
+    if (pairs > 1) mov(r_ic, pairs);
+    L(l_pair);
+    if (one_load()) {
+      for (int o = 0; o < n_oc(); ++o) {
+        vmovups(wvec(o), ptr[r_wx + o * oc_stride]);
+        vmovups(wodd(o), ptr[r_wx + vbytes() + o * oc_stride]);
+      }
+      for (int p = 0; p < w_; ++p) {
+        load_pair(xvec(), pixel(p));
+        vpslld(tvec(), xvec(), 16);
+        keep_odd(xvec());
+        for (int o = 0; o < n_oc(); ++o) {
+          vfmadd231ps(acc(p, o), wvec(o), tvec());
+          vfmadd231ps(acc(p, o), wodd(o), xvec());
+        }
+      }
+    } else {
+      for (int odd = 0; odd < 2; ++odd) {
+        for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + odd * vbytes() + o * oc_stride]);
+        for (int p = 0; p < w_; ++p) {
+          load_pair(xvec(), pixel(p));
+          if (odd)
+            keep_odd(xvec());
+          else
+            vpslld(xvec(), xvec(), 16);
+          for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(p, o), wvec(o), xvec());
+        }
+      }
+    }
+    add(r_sx, 2 * src_vbytes());
+    add(r_wx, 2 * vbytes());
+    if (pairs > 1) {
+      dec(r_ic);
+      jnz(l_pair, T_NEAR);
     }
   }
 
@@ -149,9 +215,13 @@ class DotGenerator : public RowKernelGenerator {
     align(32);
     L(l_mask_);
     for (int i = 0; i < 8; ++i) dd(i < pl_.ic_tail_lanes ? 0xffffffffu : 0u);
+    if (!pl_.bf16_even_odd) return;
+    align(64);
+    L(l_odd_);
+    for (int i = 0; i < pl_.lanes; ++i) dd(0xffff0000u);
   }
 
-  Label l_mask_;
+  Label l_mask_, l_odd_;
 };
 
 size_t code_bound(const Plan& pl) {

@@ -37,10 +37,17 @@ void store_bf16_pair(float*& dst, float lo, float hi) {
   std::memcpy(dst++, &pair, sizeof pair);
 }
 
+// bf16_even_odd: slot L * (2m + odd) + i of a pair of L-lane vectors holds channel 2Lm + 2i + odd (the
+// pair's even channels, then its odd ones, as the kernels split the dwords they load).
+int64_t even_odd_channel(int64_t slot, int64_t L) { return slot / (2 * L) * (2 * L) + slot % L * 2 + slot % (2 * L) / L; }
+
 // dot: [group][kz][ky][kx][oc][ic padded to whole vectors].
-// With ic_pairs each 32-bit slot holds two bf16 channels, in the order of the source.
+// With ic_pairs each 32-bit slot holds two bf16 channels, in the order of the source. With bf16_even_odd
+// the slots of each whole pair of vectors hold its even channels, then its odd ones (as the kernel splits
+// them); the vectors after the last whole pair keep the source's order.
 void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
-  const int64_t slots = pl.ic_vectors * pl.lanes;
+  const int64_t slots = pl.ic_vectors * pl.lanes, L = pl.lanes;
+  const int64_t paired = pl.bf16_even_odd ? dot_even_odd_pairs(pl) * 2 * L : 0;  // slots in whole pairs
   tbb::parallel_for(int64_t{0}, pl.groups * taps, [&](int64_t t) {
     const int64_t g = t / taps, k = t % taps;
     float* dst = out + t * uw.oc_g * slots;
@@ -48,7 +55,7 @@ void pack_dot(const Plan& pl, const UserWeights& uw, int64_t taps, float* out) {
     for (int64_t oc = 0; oc < uw.oc_g; ++oc)
       for (int64_t s = 0; s < slots; ++s) {
         if (!pl.ic_pairs) {
-          *dst++ = w(oc, s);
+          *dst++ = w(oc, s < paired ? even_odd_channel(s, L) : s);
           continue;
         }
         store_bf16_pair(dst, w(oc, 2 * s), w(oc, 2 * s + 1));
@@ -150,9 +157,7 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
         for (int64_t kxv = 0; kxv < kx_v; ++kxv)
           for (int64_t ic = 0; ic < ic_g; ic += step) {
             for (int64_t c = 0; c < width; ++c) {
-              // even_odd: slot L * (2m + odd) + i of a block (L lanes) holds channel 2Lm + 2i + odd
-              const int64_t L = pl.lanes;
-              const int64_t cc = pl.bf16_even_odd ? c / (2 * L) * (2 * L) + c % L * 2 + c % (2 * L) / L : c;
+              const int64_t cc = pl.bf16_even_odd ? even_odd_channel(c, pl.lanes) : c;
               const int64_t ocv = ob * pl.main.vectors * pl.lanes + cc;
               auto weight = [&](int64_t i) {
                 if (ocv >= pl.oc_per_group || i >= ic_g) return 0.f;

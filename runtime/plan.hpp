@@ -94,10 +94,11 @@ struct Plan {
   // bf16: input channels reduced in pairs by vdpbf16ps; packed weights hold (ic, ic + 1) bf16 pairs in
   // each 32-bit slot, and reduction steps count pairs (see TuningHints::ic_pairs).
   bool ic_pairs = false;
-  // bf16 depthwise on AVX-512 with channels in whole pairs of vectors: 32 channels load as 16 dwords and
-  // widen with one shift (even channels) and one mask (odd ones), no shuffles; packed weights and
-  // accumulators hold each 32-channel group as its even then its odd channels, and the store interleaves
-  // them back. Follows from the tile and the type (no choice of its own).
+  // bf16 depthwise with channels in whole pairs of vectors: 2 x lanes channels load as dwords and widen
+  // with one shift (even channels) and one mask (odd ones), no shuffles; packed weights and accumulators
+  // hold each group as its even then its odd channels, and the store interleaves them back. The dot family
+  // without pairs splits its whole pairs of input-channel vectors the same way (dot_even_odd_pairs), its
+  // weights packed to match. Follows from the family, the tile and the type (no choice of its own).
   bool bf16_even_odd = false;
   // Whole output vectors leave by non-temporal stores in each store block whose first address the kernel
   // finds vector-aligned (see TuningHints::nt_stores); masked tails and misaligned blocks store as usual.
@@ -196,6 +197,12 @@ TuningHints plan_choices(const Plan& pl);
 // the lane count (see runtime/plan_depthwise_x.cpp); at or past the kernel size the lane has no term.
 inline int64_t depthwise_x_kernel_x(const Axis& x, int64_t lane, int64_t tap) {
   return (lane + floor_mod(x.pad_begin, x.stride)) % x.stride + x.stride * tap;
+}
+
+// dot with bf16_even_odd: the whole pairs of input-channel vectors the kernel splits into even and odd
+// channels (the vectors after them, and a tail, keep the source's order).
+inline int64_t dot_even_odd_pairs(const Plan& pl) {
+  return pl.bf16_even_odd ? (pl.ic_vectors - (pl.ic_tail_lanes ? 1 : 0)) / 2 : 0;
 }
 
 // Shared by the family planners (plan.cpp, plan_depthwise_x.cpp, plan_gemm_x.cpp).

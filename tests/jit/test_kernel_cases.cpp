@@ -571,6 +571,44 @@ TEST_P(KernelCases, SourceBands) {
                  "band_rows", "bands of 1-D rows");
 }
 
+// The dot family on bf16 without channel pairs splits each whole pair of input-channel vectors into even and
+// odd channels (a shift and a mask): one pair, pairs followed by a single vector, by a tail, by both; 1-4
+// output channels (four leave AVX2 no registers to keep both halves' weights, so the halves run one after
+// the other); groups, blocks across images, NCX through the source copy. Fewer than two vectors of channels
+// keep the widening route; f32 and f16 never take it.
+TEST_P(KernelCases, DotBf16EvenOdd) {
+  TuningHints widened;
+  widened.ic_pairs = 0;
+  const int64_t lanes = isa() == Isa::avx512_core ? 16 : 8;
+  auto dot = [&](int64_t ci, int64_t co) {
+    DeconvTester t = T().channels(ci, co).input({4, 5}).kernel({3, 3}).stride({2, 2}).pads({1, 0}, {0, 1})
+                         .layout(DataFormat::NXC);
+    return dtype() == DType::bf16 ? t.hints(widened) : t;
+  };
+  std::vector<DeconvTester> cases;
+  for (int64_t ci : {2 * lanes, 3 * lanes, 2 * lanes + 5, 5 * lanes + 3, 4 * lanes})
+    for (int64_t co : {1, 3, 4}) cases.push_back(dot(ci, co));
+  cases.push_back(dot(4 * lanes, 2).groups(2).channels(4 * lanes, 4));
+  cases.push_back(dot(2 * lanes + 1, 2).batch(5).input({1, 2}));
+  cases.push_back(dot(3 * lanes, 3).layout(DataFormat::NCX).hints(dtype() == DType::bf16 ? [&] {
+    TuningHints h = widened;
+    h.algorithm = "dot";
+    return h;
+  }() : [] {
+    TuningHints h;
+    h.algorithm = "dot";
+    return h;
+  }()));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    cases[i].Test();
+    const nlohmann::json plan = plan_of(cases[i]);
+    EXPECT_EQ(plan.at("algorithm"), "dot");
+    EXPECT_EQ(plan.at("name").get<std::string>().find("_eo") != std::string::npos, dtype() == DType::bf16);
+  }
+  EXPECT_EQ(plan_of(dot(2 * lanes - 1, 2)).at("name").get<std::string>().find("_eo"), std::string::npos);
+}
+
 TEST_P(KernelCases, Groups) {
   for (DataFormat f : kFormats)
     for (WeightsFormat w : kWeightFormats) {
