@@ -140,7 +140,7 @@ class DirectGenerator : public RowKernelGenerator {
       const int64_t wofs = k * bk_->wei_ic_step * kFloat;
       for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
       for (int p = 0; p < w_; ++p) {
-        if (nv() == 1) {  // the widened channel straight from its slot (see embedded_broadcast)
+        if (nv() == 1 && zmm()) {  // the widened channel straight from its slot (see embedded_broadcast)
           vfmadd231ps(acc(p, 0, k % sets()), wvec(0), ptr_b[rsp + p * slot_bytes() + 4 * k]);
           continue;
         }

@@ -251,16 +251,21 @@ bool nt_stores_possible(const Plan& pl);
 // adjacent (NXC) the direct family widens the unroll's 2 to 16 channels of a pixel in one instruction into
 // a stack slot, and the broadcasts read f32 from there. Measured (1 thread, NXC, f16 / f32 speed, geomean
 // of 6 layers): AVX-512 0.913 -> 0.937 (ov_spec_ex1 0.72 -> 0.83). Not for bf16, whose broadcast widens
-// with one shift (AVX-512 exact route 1.031 -> 0.938), nor on AVX2 (bf16 0.957 -> 0.798, f16 0.876 ->
-// 0.845 on 3 layers): there the store and reload cost more than they save.
+// with one shift (AVX-512 exact route 1.031 -> 0.938; AVX2 0.78-1.01 on all 27 realworld layers, Zen 4).
+// On AVX2 only with three or more vectors per block (the gemm tile), whose broadcasts each feed three FMAs:
+// there the two uops saved per channel and pixel outweigh the slot's store and reload (Zen 4, NXC, 2 threads,
+// in one process against broadcast-and-convert: 1.19x geomean on the 60 such corpus layers, 0.91-1.29,
+// and 1.16-1.27x on all 9 realworld ones; docs/data/f16_slot_avx2_zen4_2t.jsonl). With two vectors (the
+// direct tile) it breaks even (1.00 on 14 corpus layers; 0.876 -> 0.845 on 3 layers on Zen 5, 1 thread).
 // The accumulator sets of a direct or gemm function of w pixels x nv vectors: its unrolled input channels
 // cycle over them, and they are summed (in a fixed order) before the store. See Plan::acc_chains.
 int accumulator_sets(const Plan& pl, int w, int nv);
 
 inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;
-  return pl.dtype == DType::f16 && !pl.widen_src && pl.isa == Isa::avx512_core &&
-         pl.algorithm != Algorithm::depthwise && pl.src_ic_stride == 1 && (u == 2 || u == 4 || u == 8 || u == 16);
+  return pl.dtype == DType::f16 && !pl.widen_src && (pl.isa == Isa::avx512_core || pl.oc_vectors >= 3) &&
+         pl.algorithm != Algorithm::depthwise && pl.src_ic_stride == 1 &&
+         (u == 2 || u == 4 || u == 8 || (u == 16 && pl.isa == Isa::avx512_core));  // (AVX2: 8 lanes a register)
 }
 // The row buffer's flush moves output rows of whole lines (AVX-512) in AVX-512 tiles, which may leave by
 // non-temporal stores; other rows in 8x8 tiles, whose half-line stores split fewer lines. Against 8x8 tiles

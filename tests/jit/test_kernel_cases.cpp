@@ -387,9 +387,9 @@ TEST_P(KernelCases, LongReductionWithUnrollRemainder) {
     for (DataFormat f : kFormats) T().channels(c_in, 24).input({4, 5}).kernel({2, 3}).stride({2, 1}).layout(f).Test();
 }
 
-// Unrolls of 2, 4, 8 and 16 channels (f16 on AVX-512 widens each in one instruction into a stack slot),
-// with remainders, in both layouts. The default unrolls 8 for f16 on AVX-512 with two output vectors per
-// pixel, 4 otherwise.
+// Unrolls of 2, 4, 8 and 16 channels (f16 on AVX-512, and on AVX2 with three vectors per block, widens each
+// in one instruction into a stack slot), with remainders, in both layouts. The default unrolls 8 for f16 on
+// AVX-512 with two output vectors per pixel, 4 otherwise.
 TEST_P(KernelCases, UnrolledChannelGroups) {
   for (int u : {2, 4, 8, 16})
     for (int64_t c_in : {int64_t{u}, int64_t{2 * u + 3}})
@@ -400,6 +400,17 @@ TEST_P(KernelCases, UnrolledChannelGroups) {
         h.oc_vectors = 2;
         T().channels(c_in, 40).input({3, 7}).kernel({3, 3}).stride({2, 2}).layout(f).hints(h).Test();
       }
+  // Three vectors per block (the gemm tile): f16 on AVX2 widens through the stack slot there too (16
+  // channels, past a ymm register, one at a time).
+  for (int u : {2, 4, 8, 16})
+    for (int64_t c_in : {int64_t{u}, int64_t{2 * u + 3}}) {
+      SCOPED_TRACE("gemm, unroll " + std::to_string(u) + ", " + std::to_string(c_in) + " channels");
+      TuningHints h;
+      h.algorithm = "gemm";
+      h.ic_unroll = u;
+      h.oc_vectors = 3;
+      T().channels(c_in, 24).input({3, 7}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC).hints(h).Test();
+    }
   const nlohmann::json two = plan_of(T().channels(24, 32).input({8, 8}).kernel({3, 3}).stride({2, 2}));
   if (isa() == Isa::avx512_core) ASSERT_EQ(two.at("oc_vectors").get<int>(), 2);
   const bool unroll8 = dtype() == DType::f16 && isa() == Isa::avx512_core;
