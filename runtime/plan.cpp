@@ -509,6 +509,7 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
     // bf16 widened to f32 (no pairs): each pair of whole channel vectors is loaded once and split by a
     // shift (even channels) and a mask (odd ones); the sum over channels does not mind their order.
     pl.bf16_even_odd = pl.dtype == DType::bf16 && !pl.ic_pairs && pl.ic_per_group >= 2 * pl.lanes;
+    choose_band_rows(pl, h);
     return finish_rows(pl, h);
   }
   choose_tile(pl, h, n_vec);

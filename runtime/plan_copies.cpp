@@ -49,12 +49,14 @@ bool widen_src_pays(const Plan& pl, const Problem& p) {
 
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
-    "band_rows needs NCX data through the row buffer, 2-D rows (an input more than one row high) of the direct "
-    "or gemm family, no batch blocking and one pass over the input channels";
+    "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's source copy, "
+    "2-D rows (an input more than one row high), no batch blocking and one pass over the input channels";
 
 bool band_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
-  return family && pl.layout == LayoutPath::ncx_row_buffer && !pl.block_over_batch && pl.ic_blocks == 1 &&
+  const bool route = (family && pl.layout == LayoutPath::ncx_row_buffer) ||
+                     (pl.algorithm == Algorithm::dot && pl.layout == LayoutPath::ncx_src_copy);
+  return route && !pl.block_over_batch && pl.ic_blocks == 1 &&
          pl.axes[0].in == 1 && pl.axes[0].out == 1 && pl.axes[1].in > 1;
 }
 
@@ -72,8 +74,10 @@ int64_t rows_in_l2(const Plan& pl) {
 }
 
 // The least band height whose input rows are at least 8 times the rows it shares with the next band
-// (those are transposed twice): a tap span of (taps - 1) * tap_i_step rows.
+// (those are transposed twice): a tap span of (taps - 1) * tap_i_step rows. The dot family asks no such
+// margin (see band_rows_pay).
 int64_t min_band_rows(const Plan& pl) {
+  if (pl.algorithm == Algorithm::dot) return 1;
   const Axis& y = pl.axes[1];
   const int64_t shared = (ceil_div(y.kernel, y.tap_k_step) - 1) * y.tap_i_step;
   return std::min(y.out, 8 * shared * y.tap_k_step / y.tap_i_step);
@@ -98,9 +102,21 @@ int64_t default_band_rows(const Plan& pl) {
 // (stylegan2_fused_r64_b4 0.74). The default as it stands (band_rows_default_vs_copy_*_2t.jsonl): f32
 // 1.067x geomean on 16 layers, 0.92-1.40 (pointpillars_up1_k1 1.40, resnet50_bwd_l2down_b16 1.27);
 // bf16 1.077x on 27, 0.92-1.45. Fewer than 8 bands keep the copy, which every thread shares.
+// The dot family (at most 4 output channels) does so little arithmetic per source element that the
+// whole copy weighs more than rows transposed twice: bands of about 256 KB pay wherever an image's source
+// is larger than one band, though neighbours share a third of their input rows (Zen 4, NCX, 2 threads,
+// in one process against the copy, docs/data/dot_bands_default_vs_copy_zen4_2t.jsonl: f32 AVX-512
+// fsrcnn_x3 1.07x, espcn_deconv_x3 1.02x; AVX2 1.03x, 1.03x and resnet50_bwd_stem_b16 1.20x; bf16 pairs
+// 0.99x, 1.01x), and lose on batches of small images, where a band would be the whole image and the copy
+// serves every thread (cdcgan_mnist_h2_b64 0.80-0.95, infogan_mnist_up2_b64 0.75-0.93 at 4-24 rows).
 bool band_rows_pay(const Plan& pl) {
   const int64_t rows = default_band_rows(pl);
-  return rows_in_l2(pl) >= min_band_rows(pl) && pl.batch * ceil_div(pl.axes[1].out, rows) >= kBandTasks / 2;
+  const bool enough = pl.batch * ceil_div(pl.axes[1].out, rows) >= kBandTasks / 2;
+  if (pl.algorithm == Algorithm::dot) {
+    const int64_t image = pl.axes[1].in * pl.axes[2].in * pl.ic_per_group * pl.groups * pl.src_elem_bytes();
+    return image > kBandBytes && enough;
+  }
+  return rows_in_l2(pl) >= min_band_rows(pl) && enough;
 }
 
 void choose_band_rows(Plan& pl, const TuningHints& h) {

@@ -56,7 +56,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
       {{"band_rows", ""},
        "choose_band_rows: NCX row buffers take bands of about 256 KB of input rows (halved toward 16 tasks) "
-       "where such a band holds 8 times the input rows it shares with the next and there are 8+ bands; "
+       "where such a band holds 8 times the input rows it shares with the next and there are 8+ bands; the "
+       "dot family's NCX source copy wherever an image's source exceeds one band and there are 8+ bands; "
        "otherwise the whole source is transposed first"},
       {{"widen_src", ""},
        "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy) on AVX2 with at most two "

@@ -557,14 +557,35 @@ TEST_P(KernelCases, SourceBands) {
       k3(8, 12).groups(2).input({6, 10}).hints(bands(4)),
   };
   if (dtype() != DType::f32) cases.push_back(k3(9, 17).input({8, 13}).hints(widened));
+  // The dot family's source copy (at most 4 output channels), banded the same way: one-row bands, a halo,
+  // batches, rows without taps, bf16 pairs with a lone channel where the CPU has them, channels past a vector.
+  auto dot_bands = [](int rows, int halo) {
+    TuningHints h;
+    h.algorithm = "dot";
+    h.band_rows = rows;
+    h.x_halo = halo;
+    return h;
+  };
+  const size_t dots = cases.size();
+  cases.push_back(k3(40, 1).input({9, 11}).hints(dot_bands(1, 0)));
+  cases.push_back(k3(37, 3).batch(2).input({10, 7}).kernel({5, 5}).pads({2, 2}, {1, 1}).hints(dot_bands(3, 1)));
+  cases.push_back(k3(33, 4).input({7, 9}).kernel({1, 1}).hints(dot_bands(2, 0)));
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     DeconvTester t = cases[i];
     t.Test();
     const nlohmann::json plan = plan_of(t);
-    EXPECT_EQ(plan.at("layout"), "ncx_row_buffer");
+    EXPECT_EQ(plan.at("layout"), i < dots ? "ncx_row_buffer" : "ncx_src_copy");
     EXPECT_GT(plan.at("band_rows").get<int>(), 0);
   }
+  // The dot family's default: bands where an image's source exceeds 256 KB (56 channels of 170 x 170, a
+  // 9x9 kernel at stride 3), not for batches of small images (64 channels of 14 x 14).
+  auto dot_band_of = [&](int64_t n, int64_t c, int64_t side, int64_t k, int64_t s) {
+    return plan_of(T().batch(n).channels(c, 1).input({side, side}).kernel({k, k}).stride({s, s}).pads({4, 4}, {4, 4})
+                       .layout(DataFormat::NCX)).at("band_rows").get<int>();
+  };
+  EXPECT_GT(dot_band_of(1, 56, 170, 9, 3), 0);
+  EXPECT_EQ(dot_band_of(64, 64, 14, 5, 2), 0);
   // The default: bands where 256 KB of input rows hold 8 times the rows two bands share (k3 s1: 16
   // output rows) and make 8 or more tasks (4 images of 3 bands), else the whole copy (1 image).
   auto band_of = [&](int64_t n) {
