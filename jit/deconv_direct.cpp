@@ -197,9 +197,10 @@ class DirectGenerator : public RowKernelGenerator {
   // AVX-512 blocks of one channel vector (at most 16 output channels) with an f32 source (or f16 widened
   // into the stack slots): each broadcast feeds a single FMA, so the FMA reads it itself (an embedded
   // {1to16} broadcast). A separate vbroadcastss per FMA held such kernels at 72% of the FMA peak on Zen 4
-  // (enet_bottleneck4_0, 1 thread); with the broadcast inside the FMA, 96% (1.12-1.40x on the 11 such
-  // corpus layers, f32 and f16). Blocks of two or more vectors share each broadcast register among their
-  // FMAs and gained nothing from it (measured at two and four); bf16 pairs (vpbroadcastd) neither.
+  // (enet_bottleneck4_0, 1 thread); with the broadcast inside the FMA, 96% (2 threads: f32 1.12-1.39x on
+  // the 11 such NXC suite layers, f16 1.34-1.40x on 7). Blocks of two or more vectors share each broadcast
+  // register among their FMAs and gained nothing from it (measured at two and four); bf16 pairs
+  // (vpbroadcastd) neither.
   bool embedded_broadcast() const { return zmm() && nv() == 1 && !src16(); }
 
   void advance_ic(int n) {

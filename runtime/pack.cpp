@@ -39,7 +39,9 @@ void store_bf16_pair(float*& dst, float lo, float hi) {
 
 // bf16_even_odd: slot L * (2m + odd) + i of a pair of L-lane vectors holds channel 2Lm + 2i + odd (the
 // pair's even channels, then its odd ones, as the kernels split the dwords they load).
-int64_t even_odd_channel(int64_t slot, int64_t L) { return slot / (2 * L) * (2 * L) + slot % L * 2 + slot % (2 * L) / L; }
+int64_t even_odd_channel(int64_t slot, int64_t L) {
+  return slot / (2 * L) * (2 * L) + slot % L * 2 + slot % (2 * L) / L;
+}
 
 // dot: [group][kz][ky][kx][oc][ic padded to whole vectors].
 // With ic_pairs each 32-bit slot holds two bf16 channels, in the order of the source. With bf16_even_odd

@@ -265,7 +265,7 @@ inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;
   return pl.dtype == DType::f16 && !pl.widen_src && (pl.isa == Isa::avx512_core || pl.oc_vectors >= 3) &&
          pl.algorithm != Algorithm::depthwise && pl.src_ic_stride == 1 &&
-         (u == 2 || u == 4 || u == 8 || (u == 16 && pl.isa == Isa::avx512_core));  // (AVX2: 8 lanes a register)
+         (u == 2 || u == 4 || u == 8 || (u == 16 && pl.isa == Isa::avx512_core));  // AVX2: 8 lanes
 }
 // The row buffer's flush moves output rows of whole lines (AVX-512) in AVX-512 tiles, which may leave by
 // non-temporal stores; other rows in 8x8 tiles, whose half-line stores split fewer lines. Against 8x8 tiles

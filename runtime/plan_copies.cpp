@@ -49,8 +49,9 @@ bool widen_src_pays(const Plan& pl, const Problem& p) {
 
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
-    "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's source copy, "
-    "2-D rows (an input more than one row high), no batch blocking and one pass over the input channels";
+    "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's "
+    "source copy, 2-D rows (an input more than one row high), no batch blocking and one pass over the input "
+    "channels";
 
 bool band_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;

@@ -409,7 +409,8 @@ TEST_P(KernelCases, UnrolledChannelGroups) {
       h.algorithm = "gemm";
       h.ic_unroll = u;
       h.oc_vectors = 3;
-      T().channels(c_in, 24).input({3, 7}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC).hints(h).Test();
+      T().channels(c_in, 24).input({3, 7}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC).hints(h)
+          .Test();
     }
   const nlohmann::json two = plan_of(T().channels(24, 32).input({8, 8}).kernel({3, 3}).stride({2, 2}));
   if (isa() == Isa::avx512_core) ASSERT_EQ(two.at("oc_vectors").get<int>(), 2);
@@ -457,7 +458,8 @@ TEST_P(KernelCases, NarrowBlocksCycleAccumulatorSets) {
 // to have one vector per block, so the case covers what it says.
 TEST_P(KernelCases, OneVectorBlocks) {
   auto k3 = [&](int64_t ci, int64_t co) {
-    return T().channels(ci, co).input({5, 30}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NXC);
+    return T().channels(ci, co).input({5, 30}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1})
+        .layout(DataFormat::NXC);
   };
   auto with = [](auto set) {
     TuningHints h;
@@ -465,19 +467,26 @@ TEST_P(KernelCases, OneVectorBlocks) {
     return h;
   };
   const int widest = isa() == Isa::avx512_core ? 28 : 6;  // AVX2 holds 16 channels in two vectors
+  const TuningHints wide = with([&](TuningHints& h) { h.ur_w = widest; h.ic_unroll = 3; });
+  const TuningHints single = with([](TuningHints& h) { h.ur_w = 1; });
+  const TuningHints halo = with([](TuningHints& h) { h.x_halo = 1; });
+  const TuningHints images = with([](TuningHints& h) { h.batch_block = 1; });
+  const TuningHints row_buffer = with([](TuningHints& h) { h.algorithm = "direct"; h.layout = "row_buffer"; });
+  const TuningHints bands = with([](TuningHints& h) { h.algorithm = "direct"; h.band_rows = 3; });
   std::vector<DeconvTester> cases = {
       k3(13, 10),
-      k3(16, 16).hints(with([&](TuningHints& h) { h.ur_w = widest; h.ic_unroll = 3; })),
-      k3(5, 16).input({3, 4}).hints(with([](TuningHints& h) { h.ur_w = 1; })),
+      k3(16, 16).hints(wide),
+      k3(5, 16).input({3, 4}).hints(single),
       T().channels(12, 8).input({4, 7}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC),  // gemm
-      k3(9, 12).kernel({5, 5}).hints(with([](TuningHints& h) { h.x_halo = 1; })),
-      k3(6, 7).batch(4).input({2, 2}).hints(with([](TuningHints& h) { h.batch_block = 1; })),
+      k3(9, 12).kernel({5, 5}).hints(halo),
+      k3(6, 7).batch(4).input({2, 2}).hints(images),
       k3(16, 64).groups(8).input({4, 6}),
-      k3(11, 14).layout(DataFormat::NCX).hints(with([](TuningHints& h) { h.algorithm = "direct"; h.layout = "row_buffer"; })),
-      k3(11, 14).batch(2).input({9, 12}).layout(DataFormat::NCX).hints(with([](TuningHints& h) { h.algorithm = "direct"; h.band_rows = 3; })),
+      k3(11, 14).layout(DataFormat::NCX).hints(row_buffer),
+      k3(11, 14).batch(2).input({9, 12}).layout(DataFormat::NCX).hints(bands),
   };
   if (dtype() == DType::f32) {
-    cases.push_back(k3(11, 14).layout(DataFormat::NCX).hints(with([](TuningHints& h) { h.layout = "src_in_place"; })));
+    const TuningHints in_place = with([](TuningHints& h) { h.layout = "src_in_place"; });
+    cases.push_back(k3(11, 14).layout(DataFormat::NCX).hints(in_place));
     cases.push_back(k3(40, 9).hints(with([](TuningHints& h) { h.algorithm = "direct"; h.ic_block = 8; })));
   } else {
     cases.push_back(k3(11, 14).hints(with([](TuningHints& h) { h.widen_src = 1; })));
@@ -558,7 +567,8 @@ TEST_P(KernelCases, SourceBands) {
   };
   if (dtype() != DType::f32) cases.push_back(k3(9, 17).input({8, 13}).hints(widened));
   // The dot family's source copy (at most 4 output channels), banded the same way: one-row bands, a halo,
-  // batches, rows without taps, bf16 pairs with a lone channel where the CPU has them, channels past a vector.
+  // batches, rows without taps, bf16 pairs with a lone channel where the CPU has them, channels past a
+  // vector.
   auto dot_bands = [](int rows, int halo) {
     TuningHints h;
     h.algorithm = "dot";
@@ -568,7 +578,8 @@ TEST_P(KernelCases, SourceBands) {
   };
   const size_t dots = cases.size();
   cases.push_back(k3(40, 1).input({9, 11}).hints(dot_bands(1, 0)));
-  cases.push_back(k3(37, 3).batch(2).input({10, 7}).kernel({5, 5}).pads({2, 2}, {1, 1}).hints(dot_bands(3, 1)));
+  cases.push_back(k3(37, 3).batch(2).input({10, 7}).kernel({5, 5}).pads({2, 2}, {1, 1})
+                      .hints(dot_bands(3, 1)));
   cases.push_back(k3(33, 4).input({7, 9}).kernel({1, 1}).hints(dot_bands(2, 0)));
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
@@ -581,8 +592,9 @@ TEST_P(KernelCases, SourceBands) {
   // The dot family's default: bands where an image's source exceeds 256 KB (56 channels of 170 x 170, a
   // 9x9 kernel at stride 3), not for batches of small images (64 channels of 14 x 14).
   auto dot_band_of = [&](int64_t n, int64_t c, int64_t side, int64_t k, int64_t s) {
-    return plan_of(T().batch(n).channels(c, 1).input({side, side}).kernel({k, k}).stride({s, s}).pads({4, 4}, {4, 4})
-                       .layout(DataFormat::NCX)).at("band_rows").get<int>();
+    const DeconvTester t = T().batch(n).channels(c, 1).input({side, side}).kernel({k, k}).stride({s, s})
+                               .pads({4, 4}, {4, 4}).layout(DataFormat::NCX);
+    return plan_of(t).at("band_rows").get<int>();
   };
   EXPECT_GT(dot_band_of(1, 56, 170, 9, 3), 0);
   EXPECT_EQ(dot_band_of(64, 64, 14, 5, 2), 0);
