@@ -215,6 +215,9 @@ constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"
 // bf16 channel pairs (vdpbf16ps) where the family, ISA, CPU and hint allow them (Plan::ic_pairs).
 void choose_ic_pairs(Plan& pl, const TuningHints& h);
+// Zero columns around the source where they merge a row's border runs into whole blocks (Plan::halo_left,
+// halo_right; runtime/plan_halo.cpp). Widens axes[2] by them.
+void choose_halo(Plan& pl, const TuningHints& h);
 // A 16-bit source widened to f32 once before the kernel (Plan::widen_src): where the plan allows it, and
 // by the hint or widen_src_pays (also the cost model's judgement).
 bool widen_src_possible(const Plan& pl);
