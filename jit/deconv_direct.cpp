@@ -27,7 +27,7 @@ class DirectGenerator : public RowKernelGenerator {
   bool depthwise() const { return pl_.algorithm == detail::Algorithm::depthwise; }
 
   // bf16_even_odd: 0xffff0000 in every dword; AVX-512 keeps it in a register (plan.cpp keeps one free),
-  // AVX2 reads it from the table.
+  // AVX2 reads it from the io table (bf16_odd).
   Zmm odd_mask() const { return Zmm(31); }
   Xmm odd_temp() const { return vreg(nacc() + nv() + 1); }  // the odd channels' vector (AVX2)
 
@@ -271,7 +271,7 @@ class DirectGenerator : public RowKernelGenerator {
         } else {
           const Ymm even(bvec(0).getIdx()), odd(odd_temp().getIdx());
           vmovdqu(even, a);
-          vpand(odd, even, ptr[rip + l_odd_]);
+          bf16_odd(odd, even);
           vpslld(even, even, 16);
           vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
           vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
@@ -379,11 +379,6 @@ class DirectGenerator : public RowKernelGenerator {
 
   // AVX2 has no opmask: its masked loads and stores read lane masks from this table.
   void emit_tables() override {
-    if (pl_.bf16_even_odd && !zmm()) {
-      align(32);
-      L(l_odd_);
-      for (int i = 0; i < 8; ++i) dd(0xffff0000u);
-    }
     if (pl_.ic_pairs) {
       align(64);
       L(l_low_);
@@ -398,7 +393,7 @@ class DirectGenerator : public RowKernelGenerator {
     for (int i = 0; i < pl_.lanes; ++i) dd(static_cast<uint32_t>(i * pl_.dst_c));
   }
 
-  Label l_mask_, l_index_, l_low_, l_odd_;
+  Label l_mask_, l_index_, l_low_;
 };
 
 // Generous upper bound: every instruction at most 12 bytes.

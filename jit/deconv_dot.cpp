@@ -114,12 +114,6 @@ class DotGenerator : public RowKernelGenerator {
     else
       vmovdqu(Ymm(v.getIdx()), a);
   }
-  void keep_odd(const Xmm& v) {
-    if (zmm())
-      vpandd(Zmm(v.getIdx()), Zmm(v.getIdx()), ptr[rip + l_odd_]);
-    else
-      vpand(Ymm(v.getIdx()), Ymm(v.getIdx()), ptr[rip + l_odd_]);
-  }
 
   void emit_even_odd_pairs() {
     const int64_t pairs = detail::dot_even_odd_pairs(pl_);
@@ -137,7 +131,7 @@ class DotGenerator : public RowKernelGenerator {
       for (int p = 0; p < w_; ++p) {
         load_pair(xvec(), pixel(p));
         vpslld(tvec(), xvec(), 16);
-        keep_odd(xvec());
+        bf16_odd(xvec(), xvec());
         for (int o = 0; o < n_oc(); ++o) {
           vfmadd231ps(acc(p, o), wvec(o), tvec());
           vfmadd231ps(acc(p, o), wodd(o), xvec());
@@ -149,7 +143,7 @@ class DotGenerator : public RowKernelGenerator {
         for (int p = 0; p < w_; ++p) {
           load_pair(xvec(), pixel(p));
           if (odd)
-            keep_odd(xvec());
+            bf16_odd(xvec(), xvec());
           else
             vpslld(xvec(), xvec(), 16);
           for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(p, o), wvec(o), xvec());
@@ -215,13 +209,9 @@ class DotGenerator : public RowKernelGenerator {
     align(32);
     L(l_mask_);
     for (int i = 0; i < 8; ++i) dd(i < pl_.ic_tail_lanes ? 0xffffffffu : 0u);
-    if (!pl_.bf16_even_odd) return;
-    align(64);
-    L(l_odd_);
-    for (int i = 0; i < pl_.lanes; ++i) dd(0xffff0000u);
   }
 
-  Label l_mask_, l_odd_;
+  Label l_mask_;
 };
 
 size_t code_bound(const Plan& pl) {

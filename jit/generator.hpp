@@ -98,6 +98,9 @@ class Generator : public Xbyak::CodeGenerator {
   void load_io(const Xbyak::Xmm& v, const Xbyak::Address& a);
   void load_io_lanes(const Xbyak::Xmm& v, const Xbyak::Address& a, int lo, int hi, const Xbyak::Opmask& k);
   void broadcast_io(const Xbyak::Xmm& v, const Xbyak::Address& a);
+  // bf16 read as dwords (two channels each): the odd channel of each, exactly, as f32 (its high half; the
+  // even one is a 16-bit left shift). The mask comes from the io table.
+  void bf16_odd(const Xbyak::Xmm& dst, const Xbyak::Xmm& src);
   // Stores f32 register v rounded to nearest even (bf16 by integer rounding: vcvtneps2bf16 flushes
   // subnormals; except after set_io's `paired`). Clobbers v, t1 and t2 (AVX-512: t1 and k6).
   void store_io(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);

@@ -10,8 +10,9 @@ namespace deconvjit::jit {
 using namespace Xbyak;
 
 namespace {
-// The bf16 rounding constants, one 64-byte row each (AVX2 reads the first 32 bytes).
-constexpr int kOne = 0, kHalfMinusOne = 64, kQuiet = 128;
+// The bf16 constants, one 64-byte row each (AVX2 reads the first 32 bytes): rounding, and the mask of
+// each dword's high half (bf16_odd).
+constexpr int kOne = 0, kHalfMinusOne = 64, kQuiet = 128, kHighHalf = 192;
 Xmm half_of(const Xmm& v, bool zmm) { return zmm ? Xmm(Ymm(v.getIdx())) : Xmm(v.getIdx()); }
 }  // namespace
 
@@ -44,6 +45,14 @@ void Generator::load_io_lanes(const Xmm& v, const Address& a, int lo, int hi, co
     for (int i = lo; i < hi; ++i) vpinsrw(x, x, io_lane(a, i), static_cast<uint8_t>(i));
   }
   widen_io(v);
+}
+
+void Generator::bf16_odd(const Xmm& dst, const Xmm& src) {
+  const Address high = ptr[rip + l_io_table_ + kHighHalf];
+  if (io_zmm_)
+    vpandd(Zmm(dst.getIdx()), Zmm(src.getIdx()), high);
+  else
+    vpand(Ymm(dst.getIdx()), Ymm(src.getIdx()), high);
 }
 
 void Generator::broadcast_io(const Xmm& v, const Address& a) {
@@ -139,7 +148,7 @@ void Generator::emit_io_table() {
   if (!io16()) return;
   align(64);
   L(l_io_table_);
-  for (uint32_t c : {1u, 0x7fffu, 0x40u})
+  for (uint32_t c : {1u, 0x7fffu, 0x40u, 0xffff0000u})
     for (int i = 0; i < 16; ++i) dd(c);
 }
 
