@@ -98,7 +98,7 @@ class ColXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
-    set_io(pl_.dtype, true, pl_.ic_pairs);
+    set_io(pl_.dtype, true, pl_.ic_pairs, pl_.bf16_vcvt);
     const int kinds = pl_.has_tail() ? 2 : 1;
     for (int kind = 0; kind < kinds; ++kind)
       for (int part = 0; part < pl_.x_split; ++part) {

@@ -45,7 +45,7 @@ class DepthwiseXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
-    set_io(pl_.dtype, zmm());
+    set_io(pl_.dtype, zmm(), false, pl_.bf16_vcvt);
     align(16);
     out.entries[0].push_back(getSize());
     emit_function(pl_.oc_vectors);

@@ -280,13 +280,20 @@ class DirectGenerator : public RowKernelGenerator {
   }
 
   // The store of emit_even_odd_step's accumulators: both rounded to bf16, interleaved into 2 * lanes
-  // channels (AVX-512 may store non-temporally; 16-bit data on AVX2 never does, nt_stores_possible).
+  // channels (AVX-512 may store non-temporally; 16-bit data on AVX2 never does, nt_stores_possible), by
+  // vcvtne2ps2bf16 and one vpermw where the CPU has them.
   void emit_even_odd_store(bool nt) {
     const Xmm t1 = wvec(0), t2 = bvec(0), t3 = wvec(1);  // t3: AVX2's NaN mask
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int m = 0; m < nv() / 2; ++m) {
         const Address a = ptr[r_sx + m * 2 * pl_.lanes * eb()];
+        if (bf16_ne()) {
+          const Zmm out(t1.getIdx());
+          narrow_bf16_pair(Zmm(acc(p, 2 * m).getIdx()), Zmm(acc(p, 2 * m + 1).getIdx()), out, Zmm(t2.getIdx()));
+          nt ? vmovntdq(a, out) : vmovdqu32(a, out);
+          continue;
+        }
         narrow_io(acc(p, 2 * m), t1, t3, false);
         narrow_io(acc(p, 2 * m + 1), t2, t3, false);
         vpslld(t2, t2, 16);

@@ -35,7 +35,7 @@ class GemmXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
-    set_io(pl_.dtype, true, pl_.ic_pairs);
+    set_io(pl_.dtype, true, pl_.ic_pairs, pl_.bf16_vcvt);
     const int kinds = pl_.has_tail() ? 2 : 1;
     const int64_t height = pl_.axes[1].in, rows = pl_.rows_per_block;
     for (int kind = 0; kind < kinds; ++kind)

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <list>
 #include <vector>
 
 #include <xbyak/xbyak.h>
@@ -87,11 +89,18 @@ class Generator : public Xbyak::CodeGenerator {
   // flushes only subnormals), the same results in two uops instead of the integer rounding's eight.
   // 2 threads, NXC: 1.02-1.07x (unet_up1 3.21 -> 3.02 ms, hifigan_up4 0.337 -> 0.314), where reductions
   // of 64 pairs per output vector met eight more uops at each store.
-  void set_io(DType t, bool zmm, bool paired = false) {
+  // `vcvt` (Plan::bf16_vcvt): the CPU has vcvtneps2bf16, so sums that may be subnormal round by it too,
+  // each vector checked for subnormal lanes first (vfpclassps) and, only where it has some, rounded by
+  // integers in cold code after the kernel's functions (emit_io_table). Zen 4, 2 threads, bf16 depthwise
+  // NXC, where a store follows every 4 FMAs: 1.37x (dla_up_dw256, dla_up_dw64_f4).
+  void set_io(DType t, bool zmm, bool paired, bool vcvt) {
     io_type_ = t;
     io_zmm_ = zmm;
-    io_bf16_ne_ = paired && zmm && t == DType::bf16;
+    io_bf16_ne_ = (paired || vcvt) && zmm && t == DType::bf16;
+    io_bf16_check_ = io_bf16_ne_ && !paired;
   }
+  // bf16 by vcvtneps2bf16 (either form above): then narrow_bf16_pair is available.
+  bool bf16_ne() const { return io_bf16_ne_; }
   bool io16() const { return io_type_ != DType::f32; }
   // A whole vector (16 or 8 lanes), the lanes [lo, hi) of one (others zero; only those are touched in
   // memory), and one element broadcast to all lanes. v is the f32 register.
@@ -113,13 +122,23 @@ class Generator : public Xbyak::CodeGenerator {
   // dwords of t1, for vpmovdw; AVX2 bf16 without `pack`: as dwords too, each word in its low half).
   // AVX2 bf16 clobbers v and t2.
   void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2, bool pack = true);
+  // bf16_ne(): the 2 x 16 lanes of `even` and `odd` rounded to bf16 and interleaved (even, odd, even, ...)
+  // into the 32 words of t1; clobbers t2, k5 and k6.
+  void narrow_bf16_pair(const Xbyak::Zmm& even, const Xbyak::Zmm& odd, const Xbyak::Zmm& t1,
+                        const Xbyak::Zmm& t2);
 
  private:
   void widen_io(const Xbyak::Xmm& v);  // the words in v's low half to f32 lanes
   Xbyak::Address io_lane(const Xbyak::Address& a, int lane) const;
   DType io_type_ = DType::f32;
   bool io_zmm_ = false;
-  bool io_bf16_ne_ = false;  // bf16 stores round by vcvtneps2bf16 (set_io's `paired`)
+  bool io_bf16_ne_ = false;     // bf16 stores round by vcvtneps2bf16 (set_io)
+  bool io_bf16_check_ = false;  // ... after checking for subnormal sums (set_io's `vcvt` without `paired`)
+  // The 16 lanes of v rounded to bf16 into the words of y (clobbers k6).
+  void narrow_bf16_ne(const Xbyak::Ymm& y, const Xbyak::Zmm& v);
+  // Out-of-line code: the rounding by integers of vectors with subnormal lanes, emitted by emit_io_table.
+  std::list<Xbyak::Label> cold_labels_;
+  std::vector<std::function<void()>> cold_;
   Xbyak::Label l_io_table_;
   const std::vector<Xbyak::Reg64> saved_{rbx, r12, r13, r14, r15};
 };

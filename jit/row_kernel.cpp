@@ -7,7 +7,7 @@ using Off = KernelArgsOffsets;
 
 EmittedCode RowKernelGenerator::run() {
   EmittedCode out;
-  set_io(pl_.dtype, zmm(), pl_.ic_pairs);
+  set_io(pl_.dtype, zmm(), pl_.ic_pairs, pl_.bf16_vcvt);
   const int kinds = pl_.has_tail() ? 2 : 1;
   for (int kind = 0; kind < kinds; ++kind) {
     const detail::BlockKind& bk = kind == 0 ? pl_.main : pl_.last;

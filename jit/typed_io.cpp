@@ -1,7 +1,7 @@
 // Moving bf16 / f16 elements between memory and f32 registers (see Generator::set_io). Widening is exact
 // (bf16: a 16-bit shift; f16: vcvtph2ps). Narrowing rounds to nearest even: f16 through vcvtps2ph, bf16
-// with integer arithmetic, because vcvtneps2bf16 flushes subnormal inputs and results to zero and AVX2
-// has no such instruction. Masked accesses touch only the lanes asked for: AVX-512 through opmasks on
+// with integer arithmetic, or where the CPU has it by vcvtneps2bf16, which flushes subnormal inputs to
+// zero: vectors with such lanes then take the integer rounding (narrow_bf16_ne). Masked accesses touch only the lanes asked for: AVX-512 through opmasks on
 // words, AVX2 one word at a time (only the ragged edges of rows and channel tails take that path).
 #include "jit/generator.hpp"
 
@@ -10,9 +10,9 @@ namespace deconvjit::jit {
 using namespace Xbyak;
 
 namespace {
-// The bf16 constants, one 64-byte row each (AVX2 reads the first 32 bytes): rounding, and the mask of
-// each dword's high half (bf16_odd).
-constexpr int kOne = 0, kHalfMinusOne = 64, kQuiet = 128, kHighHalf = 192;
+// The bf16 constants, one 64-byte row each (AVX2 reads the first 32 bytes): rounding, the mask of each
+// dword's high half (bf16_odd), and vpermw's indices for narrow_bf16_pair.
+constexpr int kOne = 0, kHalfMinusOne = 64, kQuiet = 128, kHighHalf = 192, kInterleave = 256;
 Xmm half_of(const Xmm& v, bool zmm) { return zmm ? Xmm(Ymm(v.getIdx())) : Xmm(v.getIdx()); }
 }  // namespace
 
@@ -98,11 +98,52 @@ void Generator::narrow_io(const Xmm& v, const Xmm& t1, const Xmm& t2, bool pack)
   vpermq(Ymm(t1.getIdx()), Ymm(t1.getIdx()), 0x08);
 }
 
+// vcvtneps2bf16 rounds as narrow_io does but flushes subnormal lanes; with io_bf16_check_ a vector that
+// has some (vfpclassps class 0x20) jumps to cold code that rounds it by integers and comes back.
+void Generator::narrow_bf16_ne(const Ymm& y, const Zmm& v) {
+  vcvtneps2bf16(y, v);
+  if (!io_bf16_check_) return;
+  Label& cold = cold_labels_.emplace_back();
+  Label& back = cold_labels_.emplace_back();
+  vfpclassps(k6, v, 0x20);
+  kortestw(k6, k6);
+  jnz(cold, T_NEAR);
+  L(back);
+  cold_.push_back([this, &cold, &back, y, v] {
+    L(cold);
+    narrow_io(v, Zmm(y.getIdx()), Zmm(y.getIdx()));
+    vpmovdw(y, Zmm(y.getIdx()));
+    jmp(back, T_NEAR);
+  });
+}
+
+void Generator::narrow_bf16_pair(const Zmm& even, const Zmm& odd, const Zmm& t1, const Zmm& t2) {
+  vcvtne2ps2bf16(t1, odd, even);  // even's words, then odd's
+  vmovdqu16(t2, ptr[rip + l_io_table_ + kInterleave]);
+  vpermw(t1, t2, t1);
+  if (!io_bf16_check_) return;
+  Label& cold = cold_labels_.emplace_back();
+  Label& back = cold_labels_.emplace_back();
+  vfpclassps(k5, even, 0x20);
+  vfpclassps(k6, odd, 0x20);
+  kortestw(k5, k6);
+  jnz(cold, T_NEAR);
+  L(back);
+  cold_.push_back([this, &cold, &back, even, odd, t1, t2] {
+    L(cold);
+    narrow_io(even, t1, t1);
+    narrow_io(odd, t2, t2);
+    vpslld(t2, t2, 16);
+    vpord(t1, t1, t2);
+    jmp(back, T_NEAR);
+  });
+}
+
 // f16 on AVX-512 converts into a register and stores that: vcvtps2ph's memory form costs Zen 5 far more
 // (unet_up1 f16 NXC, 2 threads: 7.32 -> 6.64 ms, the f32 kernel's 6.61; linknet_final 4.02 -> 3.76).
 void Generator::store_io(const Address& a, const Xmm& v, const Xmm& t1, const Xmm& t2) {
   if (io_bf16_ne_) {
-    vcvtneps2bf16(Ymm(t1.getIdx()), Zmm(v.getIdx()));
+    narrow_bf16_ne(Ymm(t1.getIdx()), Zmm(v.getIdx()));
     return vmovdqu16(a, Ymm(t1.getIdx()));
   }
   if (io_zmm_ && io_type_ == DType::f16) {
@@ -121,7 +162,7 @@ void Generator::store_io_nt(const Address& a, const Xmm& v, const Xmm& t1, const
   if (io_type_ == DType::f16) {
     vcvtps2ph(half, Zmm(v.getIdx()), 0);
   } else if (io_bf16_ne_) {
-    vcvtneps2bf16(half, Zmm(v.getIdx()));
+    narrow_bf16_ne(half, Zmm(v.getIdx()));
   } else {
     narrow_io(v, t1, t2);
     vpmovdw(half, Zmm(t1.getIdx()));
@@ -132,7 +173,7 @@ void Generator::store_io_nt(const Address& a, const Xmm& v, const Xmm& t1, const
 void Generator::store_io_lanes(const Address& a, const Xmm& v, int lo, int hi, const Opmask& k, const Xmm& t1,
                                const Xmm& t2) {
   if (io_bf16_ne_) {
-    vcvtneps2bf16(Ymm(t1.getIdx()), Zmm(v.getIdx()));
+    narrow_bf16_ne(Ymm(t1.getIdx()), Zmm(v.getIdx()));
     return vmovdqu16(a | k, Ymm(t1.getIdx()));
   }
   if (io_zmm_ && io_type_ == DType::f16) {
@@ -146,10 +187,15 @@ void Generator::store_io_lanes(const Address& a, const Xmm& v, int lo, int hi, c
 
 void Generator::emit_io_table() {
   if (!io16()) return;
+  for (const auto& block : cold_) block();
   align(64);
   L(l_io_table_);
   for (uint32_t c : {1u, 0x7fffu, 0x40u, 0xffff0000u})
     for (int i = 0; i < 16; ++i) dd(c);
+  for (int i = 0; i < 16; ++i) {  // kInterleave: word 2i from word i (even), 2i + 1 from word 16 + i (odd)
+    dw(static_cast<uint16_t>(i));
+    dw(static_cast<uint16_t>(16 + i));
+  }
 }
 
 }  // namespace deconvjit::jit

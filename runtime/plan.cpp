@@ -488,6 +488,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }
+  pl.bf16_vcvt = pl.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
   pl.name = make_name(pl, p);
   pl.choices = plan_choices(pl);
   return pl;

@@ -100,6 +100,11 @@ struct Plan {
   // without pairs splits its whole pairs of input-channel vectors the same way (dot_even_odd_pairs), its
   // weights packed to match. Follows from the family, the tile and the type (no choice of its own).
   bool bf16_even_odd = false;
+  // bf16 results round to nearest even by vcvtneps2bf16 (AVX-512 on a CPU with avx512_bf16), two uops
+  // where the integer rounding takes eight; the instruction flushes subnormal inputs, so a store whose
+  // sums may be subnormal (no ic_pairs) checks for them and rounds those vectors by integers, out of line.
+  // Follows from the ISA, the CPU and the type (no choice of its own; same results either way).
+  bool bf16_vcvt = false;
   // Whole output vectors leave by non-temporal stores in each store block whose first address the kernel
   // finds vector-aligned (see TuningHints::nt_stores); masked tails and misaligned blocks store as usual.
   // Through the row buffer the flush's stores do, not the kernel's (kernel_nt_stores).

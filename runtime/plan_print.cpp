@@ -118,6 +118,7 @@ std::string Plan::to_json() const {
   j["prefetch_src"] = prefetch_src;
   j["pack_src"] = pack_src;
   j["widen_src"] = widen_src;
+  if (dtype == DType::bf16) j["bf16_vcvt"] = bf16_vcvt;
   j["band_rows"] = band_rows;
   j["ic_unroll"] = ic_unroll;
   j["acc_chains"] = acc_chains;

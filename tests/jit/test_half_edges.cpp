@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -217,6 +218,52 @@ TEST(HalfKernels, OutputTiesRoundToNearestEven) {
               ASSERT_EQ(dst.at(at), want[static_cast<size_t>(x)]) << k.name() << " x " << x << " channel " << c;
             }
         }
+}
+
+// bf16 results in the subnormal range, rounded exactly by the route without pairs: its stores round with
+// vcvtneps2bf16 where the CPU has it, which flushes subnormals, so such vectors must take the integer
+// rounding (a flushed result is within the tolerance's n * min_normal term, hence the bitwise check here).
+// Sources k * 2^-133 (|k| <= 127), weights +-2^-1, +-2^-2, +-1: every f32 sum is exact, so the only rounding
+// is the store's, as the reference's (ties among the 2^-134 and 2^-135 steps, both ways). Depthwise with
+// whole vector pairs (the even/odd store), with a channel tail, along x (NCX), direct, gemm, dot.
+TEST(HalfKernels, Bf16SubnormalResultsRoundExactly) {
+  const char* const shapes[] = {
+      R"({"src":[1,5,6,64],"weights":[64,1,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1],"groups":64,"data_format":"NXC"})",
+      R"({"src":[1,5,6,20],"weights":[20,1,3,3],"strides":[2,2],"groups":20,"data_format":"NXC"})",
+      R"({"src":[1,24,5,19],"weights":[24,1,4,4],"strides":[2,2],"groups":24,"data_format":"NCX"})",
+      R"({"src":[1,4,7,5],"weights":[5,40,3,3],"strides":[2,2],"data_format":"NXC"})",
+      R"({"src":[1,6,4,16],"weights":[6,17,2,2],"strides":[2,2],"data_format":"NCX"})",
+      R"({"src":[1,4,7,40],"weights":[40,3,3,3],"strides":[2,2],"data_format":"NXC"})",
+  };
+  int cases = 0;
+  for (Isa isa : {Isa::avx512_core, Isa::avx2})
+    for (const char* shape : shapes) {
+      if (!isa_available(isa)) continue;
+      Descriptor d = descriptor_from_json(shape);
+      d.dtype = d.weights_dtype = DType::bf16;
+      Options o;
+      o.max_isa = isa;
+      o.use_disk_cache = false;
+      o.hints.ic_pairs = 0;
+      const Kernel k = compile(d, o);
+      const Problem& p = k.problem();
+      std::mt19937 rng(7);
+      verify::TypedData src(DType::bf16, p.src_elements()), w(DType::bf16, p.weights_elements());
+      verify::TypedData got(DType::bf16, p.dst_elements()), want(DType::bf16, p.dst_elements());
+      fill(src, [&](int64_t) { return static_cast<double>(draw(rng, -127, 127)) * subnormal_step(DType::bf16); });
+      fill(w, [&](int64_t) { return (draw(rng, 0, 1) ? 1.0 : -1.0) * std::ldexp(1.0, -static_cast<int>(draw(rng, 0, 2))); });
+      k.execute(src.view(), w.view(), got.view());
+      reference(p, src.view(), w.view(), want.view());
+      int subnormal = 0;
+      for (int64_t i = 0; i < p.dst_elements(); ++i) {
+        subnormal += want.at(i) != 0 && std::fabs(want.at(i)) < std::ldexp(1.0, -126);
+        ASSERT_EQ(std::memcmp(&got.bytes[2 * i], &want.bytes[2 * i], 2), 0)
+            << k.name() << " element " << i << ": " << got.at(i) << ", want " << want.at(i);
+      }
+      EXPECT_GT(subnormal, p.dst_elements() / 8) << k.name();  // the case is the subnormal range
+      ++cases;
+    }
+  if (cases == 0) GTEST_SKIP() << "neither AVX-512 nor AVX2 is available";
 }
 
 // The largest finite values times +-1: sums of k of them are k * max, exact in f32 sums for halves, so the
