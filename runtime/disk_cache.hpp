@@ -119,6 +119,8 @@ EntryExpectation expectation_from_claims(const EntryClaims& claims);  // throws 
 
 // The CPU features code for `isa` executes, by their GCC/cpuid names, and as EntryView::features bits.
 std::vector<std::string> required_features(Isa isa);
+// required_features(plan.isa) and what else the plan's code executes (avx512_bf16: vdpbf16ps, vcvtneps2bf16).
+std::vector<std::string> plan_features(const Plan& plan);
 uint32_t feature_bits(const std::vector<std::string>& names);  // throws on a name it does not know
 bool cpu_has_feature(const std::string& name);
 

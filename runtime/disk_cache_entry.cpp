@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "runtime/cpu.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/hints.hpp"
 #include "runtime/json_limits.hpp"
@@ -25,10 +26,16 @@ namespace {
 using Json = nlohmann::json;
 constexpr char kMagic[8] = {'D', 'J', 'I', 'T', 'K', 'E', 'R', 'N'};
 constexpr uint64_t kFrontSeed = 0x46524f4e54ull, kCodeSeed = 0x434f4445ull;  // "FRONT", "CODE"
-constexpr const char* kFeatureNames[] = {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"};
+constexpr const char* kFeatureNames[] = {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16"};
 constexpr uint32_t kFeatureCount = sizeof kFeatureNames / sizeof kFeatureNames[0];
 
 [[noreturn]] void reject(const std::string& why) { throw std::runtime_error(why); }
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
 
 template <typename T>
 T load_le(const uint8_t* p) {
@@ -76,7 +83,7 @@ void check_isa(const EntryView& v, Isa want) {
   if (!isa_available(want)) reject(std::string("this CPU lacks ISA ") + to_string(want));
   if (const uint32_t missing = v.features & ~cpu_feature_bits())
     reject("this CPU lacks feature " + feature_names(missing).front() + " that the code needs");
-  if (v.features != required_bits(want))
+  if ((v.features & required_bits(want)) != required_bits(want))
     reject("cpu_features do not match ISA " + std::string(to_string(want)));
 }
 
@@ -186,6 +193,12 @@ std::vector<std::string> required_features(Isa isa) {
   return {"avx2", "fma"};
 }
 
+std::vector<std::string> plan_features(const Plan& plan) {
+  std::vector<std::string> f = required_features(plan.isa);
+  if (plan.ic_pairs || plan.bf16_vcvt) f.push_back("avx512_bf16");
+  return f;
+}
+
 uint32_t feature_bits(const std::vector<std::string>& names) {
   uint32_t bits = 0;
   for (const std::string& n : names) {
@@ -205,6 +218,7 @@ bool cpu_has_feature(const std::string& name) {
   if (name == "avx512bw") return __builtin_cpu_supports("avx512bw");
   if (name == "avx512vl") return __builtin_cpu_supports("avx512vl");
   if (name == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (name == "avx512_bf16") return cpu_has_avx512_bf16();
   return false;  // a feature this library does not know cannot be vouched for
 }
 
@@ -274,6 +288,10 @@ ValidEntry check_entry(const EntryView& v, const EntryExpectation& want, bool co
   // is the one it was generated from.
   out.plan = make_plan(want.problem, want.isa, want.hints);
   if (v.kernel != out.plan.name) reject("kernel name does not match the plan (a stale plan)");
+  // The plan reads the CPU beyond the ISA (avx512_bf16): code made on another CPU may differ, or not run.
+  if (v.features != feature_bits(plan_features(out.plan)))
+    reject("compiled for CPU features " + join(feature_names(v.features)) + ", the plan here needs " +
+           join(plan_features(out.plan)));
   if (compare_plan_hash && v.plan_sum != plan_hash(out.plan))
     reject("stored plan differs from the plan this library makes for the problem");
   if (v.code_bytes == 0) reject("entry holds no code");
@@ -347,7 +365,7 @@ std::vector<uint8_t> encode_entry(const CompiledKernel& k, Isa isa, const Tuning
                                   const std::string& key) {
   EntryParts p;
   p.isa = isa_code(isa);
-  p.features = feature_bits(required_features(isa));
+  p.features = feature_bits(plan_features(k.plan));
   p.plan_sum = plan_hash(k.plan);
   p.key = key;
   p.version = deconvjit::version();
@@ -364,7 +382,7 @@ std::vector<uint8_t> encode_entry(const CompiledKernel& k, Isa isa, const Tuning
   meta["isa"] = to_string(isa);
   meta["library_version"] = p.version;
   meta["build_id"] = p.build_id;
-  meta["cpu_features"] = required_features(isa);
+  meta["cpu_features"] = plan_features(k.plan);
   meta["hints"] = Json::parse(to_json(hints));  // only the fields that are set
   meta["kernel"] = k.plan.name;
   meta["plan"] = k.plan.to_json();  // for people; the loader compares the header's plan hash

@@ -6,6 +6,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +21,9 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/cpu.hpp"
 #include "runtime/disk_cache.hpp"
+#include "runtime/plan.hpp"
 #include "runtime/tolerance.hpp"
 
 namespace deconvjit::testing {
@@ -132,6 +135,23 @@ class DiskCache : public ::testing::Test {
 
   std::string root_, dir_;
 };
+
+// The plan reads the CPU beyond the ISA (bf16: vdpbf16ps and vcvtneps2bf16 where it has avx512_bf16), so
+// the entry records those features too: a cache warmed on such a CPU must not run on one without them.
+TEST_F(DiskCache, Bf16EntryRecordsTheFeaturesItsCodeNeeds) {
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+  Descriptor d = problem();
+  d.dtype = d.weights_dtype = DType::bf16;
+  const Kernel k = compile(d, options());
+  const std::string path = disk_cache_lookup(d, options()).path;
+  const detail::EntryParts parts = detail::decode_entry(read_bytes(path));
+  const std::vector<std::string> f = detail::plan_features(detail::make_plan(k.problem(), k.isa(), {}));
+  const bool bf16 = std::find(f.begin(), f.end(), "avx512_bf16") != f.end();
+  EXPECT_EQ(bf16, detail::cpu_has_avx512_bf16());
+  EXPECT_EQ((parts.features >> 6) & 1u, bf16 ? 1u : 0u);
+  EXPECT_NE(parts.meta.find("avx512_bf16") != std::string::npos, !bf16);
+  EXPECT_EQ(compile(d, options()).compile_ms(), 0.0);  // and it loads here
+}
 
 TEST_F(DiskCache, StoresPrivateEntryThenLoadsIdenticalKernel) {
   const Kernel built = compile_here();
@@ -322,6 +342,9 @@ std::vector<Corruption> corruptions() {
       {"isa_edited", edit([other_isa](auto& p) { p.isa = other_isa; }), "ISA"},
       {"needs_cpu_feature_this_cpu_lacks", edit([](auto& p) { p.features |= 1u << 31; }), "lacks feature"},
       {"cpu_features_not_those_of_the_isa", edit([](auto& p) { p.features &= ~1u; }), "do not match ISA"},
+      // f32 code made as if on another CPU: where this one has avx512_bf16 the plan here needs other bits,
+      // where it lacks it, the code needs a feature it lacks; both reasons name it.
+      {"cpu_features_of_another_cpu", edit([](auto& p) { p.features ^= 1u << 6; }), "avx512_bf16"},
       {"stale_plan", edit([](auto& p) { p.kernel += "_older"; }), "plan"},
       {"entry_offset_outside_code", edit([](auto& p) { p.entries[0][0] = 1u << 30; }), "outside"},
       {"entry_point_missing", edit([](auto& p) { p.entries[1].pop_back(); }), "the plan needs"},
