@@ -57,13 +57,18 @@ inline double process_cpu_s() {
 
 // Sleeps until no thread of this process burns CPU any more (at most `limit` seconds). Thread pools spin
 // for a while after their work: OpenMP's (inside oneDNN) for milliseconds, and a pool still spinning steals
-// cores from the next variant, which then looks up to twice as slow on a small machine.
-inline void wait_until_quiet(double limit = 0.2) {
+// cores from the next variant, which then looks up to twice as slow on a small machine. The process CPU
+// clock counts threads running on other cores only at scheduler ticks (4 ms at HZ 250): a 1 ms window
+// looked quiet 74% of the time next to a spinning thread here, and our first variant after oneDNN's ran
+// with its pool spinning beside it (mbmelgan_up2 NCX at 65% of the peak, 90% alone). So each window spans
+// more than a tick (10 ms, HZ 100 or more), and quiet means under a tenth of a core in it.
+inline void wait_until_quiet(double limit = 0.5) {
+  constexpr double kWindow = 0.010;
   const double end = now_s() + limit;
   while (now_s() < end) {
-    const double cpu = process_cpu_s();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (process_cpu_s() - cpu < 2e-4) return;
+    const double cpu = process_cpu_s(), t0 = now_s();
+    std::this_thread::sleep_for(std::chrono::duration<double>(kWindow));
+    if (process_cpu_s() - cpu < 0.1 * (now_s() - t0)) return;
   }
 }
 
