@@ -235,23 +235,83 @@ class DirectGenerator : public RowKernelGenerator {
       for (int v = 0; v < nv(); ++v) {
         const Address a = ptr[r_sx + (p * pl_.src_pix_stride + v * pl_.lanes) * seb()];
         const bool masked = bk_->mask_lanes && v == nv() - 1;
-        if (src16()) {
-          if (masked)
-            load_io_lanes(bvec(0), a, 0, bk_->mask_lanes, k1);
-          else
-            load_io(bvec(0), a);
-          vfmadd231ps(acc(p, v), wvec(v), bvec(0));
-        } else if (!masked) {
+        if (!src16() && !masked) {
           vfmadd231ps(acc(p, v), wvec(v), a);
-        } else if (zmm()) {
-          vmovups(Zmm(bvec(0).getIdx()) | k1 | T_z, a);
-          vfmadd231ps(acc(p, v), wvec(v), bvec(0));
-        } else {
-          vmovups(bvec(0), ptr[rip + l_mask_]);
-          vmaskmovps(Ymm(bvec(0).getIdx()), Ymm(bvec(0).getIdx()), a);
-          vfmadd231ps(acc(p, v), wvec(v), bvec(0));
+          continue;
+        }
+        load_depthwise_src(bvec(0), a, masked);
+        vfmadd231ps(acc(p, v), wvec(v), bvec(0));
+      }
+  }
+
+  // One source vector of channels as f32 into `dst` (masked: only the block's last lanes).
+  void load_depthwise_src(const Xmm& dst, const Address& a, bool masked) {
+    if (src16()) {
+      if (masked)
+        load_io_lanes(dst, a, 0, bk_->mask_lanes, k1);
+      else
+        load_io(dst, a);
+    } else if (!masked) {
+      vmovups(dst, a);
+    } else if (zmm()) {
+      vmovups(Zmm(dst.getIdx()) | k1 | T_z, a);
+    } else {
+      vmovups(dst, ptr[rip + l_mask_]);
+      vmaskmovps(Ymm(dst.getIdx()), Ymm(dst.getIdx()), a);
+    }
+  }
+
+  // A whole pair of bf16 channel vectors as dwords: the even channels into `even`, the odd into `odd`.
+  void load_even_odd(const Xmm& even, const Xmm& odd, const Address& a) {
+    if (zmm()) {
+      vpslld(Zmm(even.getIdx()), a, 16);
+      vpandd(Zmm(odd.getIdx()), odd_mask(), a);
+    } else {
+      vmovdqu(Ymm(even.getIdx()), a);
+      bf16_odd(odd, even);
+      vpslld(even, even, 16);
+    }
+  }
+
+  // Plan::fused_x_taps: tap t of pixel p reads source pixel p + k t (k source pixels per x tap, negative),
+  // so the n taps of a block of w pixels read w + (n - 1) |k| of them, each loaded (and widened) once
+  // here for every tap whose weights it meets. The pixels go in the order that gives each accumulator its
+  // taps in the tap loop's order (t ascending): the sums are the loop's, bit for bit. Tap t's FMAs trail
+  // the loads by `lag` t pixels where registers allow (a ring of loaded vectors), which puts more than
+  // an FMA latency between an accumulator's taps: without it the bf16 and f16 widenings of
+  // mobilenetv2_bwd_dw96_b16 (3 vectors, 9 pixels) ran 1.35-1.46x slower than the tap loop.
+  Xmm ftap(int i) const { return vreg(nacc() + i); }
+  void emit_fused_x(int n) override {
+    const int per = pl_.bf16_even_odd ? 2 : 1;  // channel vectors per load
+    const int free = detail::vector_registers(pl_.isa) - nacc() - (pl_.bf16_even_odd && zmm()) - per * n;
+    const int lag = per * n <= free ? 1 : 0, ring = lag * (n - 1) + 1;
+    assert(per * ring <= free);
+    const int64_t k = pl_.src_tap_step[2] / pl_.src_pix_stride, wstep = bk_->wei_tap_step[2] * kFloat;
+    const int64_t lo = std::min<int64_t>(0, k * (n - 1)), hi = std::max<int64_t>(w_ - 1, w_ - 1 + k * (n - 1));
+    const int64_t count = hi - lo + 1;
+    auto pixel = [&](int64_t i) { return k < 0 ? hi - i : lo + i; };  // the i-th loaded
+    auto src = [&](int64_t i, int h) { return ftap(per * n + static_cast<int>(i % ring) * per + h); };
+    for (int g = 0; g < nv() / per; ++g) {
+      for (int t = 0; t < n; ++t)
+        for (int h = 0; h < per; ++h) vmovups(ftap(t * per + h), ptr[r_wx + t * wstep + (g * per + h) * vbytes()]);
+      for (int64_t i = 0; i < count + lag * (n - 1); ++i) {
+        if (i < count) {
+          const Address a = ptr[r_sx + (pixel(i) * pl_.src_pix_stride + g * per * pl_.lanes) * seb()];
+          if (per == 2)
+            load_even_odd(src(i, 0), src(i, 1), a);
+          else
+            load_depthwise_src(src(i, 0), a, bk_->mask_lanes && g == nv() - 1);
+        }
+        for (int t = 0; t < n; ++t) {
+          const int64_t from = i - lag * t;  // the load tap t uses now
+          if (from < 0 || from >= count) continue;
+          const int64_t p = pixel(from) - k * t;
+          if (p < 0 || p >= w_) continue;
+          for (int h = 0; h < per; ++h)
+            vfmadd231ps(acc(static_cast<int>(p), g * per + h), ftap(t * per + h), src(from, h));
         }
       }
+    }
   }
 
   // bf16 depthwise, 2 * lanes channels per vector pair: dword i holds channels 2i (low half) and 2i + 1
@@ -259,23 +319,12 @@ class DirectGenerator : public RowKernelGenerator {
   // each vector (vpmovzxwd) costs one per FMA. AVX-512 reads memory in both; AVX2 loads once (its
   // shifts take no memory operand).
   void emit_even_odd_step() {
+    const Xmm even = bvec(0), odd = zmm() ? bvec(1) : odd_temp();
     for (int p = 0; p < w_; ++p)
       for (int m = 0; m < nv() / 2; ++m) {
-        const Address a = ptr[r_sx + (p * pl_.src_pix_stride + m * 2 * pl_.lanes) * seb()];
-        if (zmm()) {
-          const Zmm even(bvec(0).getIdx()), odd(bvec(1).getIdx());
-          vpslld(even, a, 16);
-          vpandd(odd, odd_mask(), a);
-          vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
-          vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
-        } else {
-          const Ymm even(bvec(0).getIdx()), odd(odd_temp().getIdx());
-          vmovdqu(even, a);
-          bf16_odd(odd, even);
-          vpslld(even, even, 16);
-          vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
-          vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
-        }
+        load_even_odd(even, odd, ptr[r_sx + (p * pl_.src_pix_stride + m * 2 * pl_.lanes) * seb()]);
+        vfmadd231ps(acc(p, 2 * m), wvec(2 * m), even);
+        vfmadd231ps(acc(p, 2 * m + 1), wvec(2 * m + 1), odd);
       }
   }
 
@@ -413,6 +462,9 @@ size_t code_bound(const Plan& pl) {
       const size_t sets = static_cast<size_t>(detail::accumulator_sets(pl, static_cast<int>(w), bk->vectors));
       total += 512 + 2 * pl.ic_unroll * step * 12 + w * (nv + 2) * 24 + 2 * sets * w * nv * 8;
       if (pl.dtype != DType::f32) total += 2 * pl.ic_unroll * w * 12 + w * nv * 24 * 12;  // conversions
+      const size_t k = static_cast<size_t>(pl.axes[2].tap_i_step);
+      for (size_t n = 2; n <= static_cast<size_t>(pl.fused_x_taps); ++n)  // emit_fused_x
+        total += 64 + (n * nv + (w + (n - 1) * k) * (3 + n * nv)) * 12;
     }
   }
   return total;

@@ -108,12 +108,33 @@ void RowKernelGenerator::emit_tap_loops() {
     emit_tap_loop({r_cy, r_sy, r_wy, sstep[1] * seb(), wstep[1] * kFloat}, ptr[r_args + Off::ny], r_ic, [&] {
       mov(r_sx, r_sy);
       mov(r_wx, r_wy);
-      // The reduction leaves r_sx / r_wx further on; the step to the next tap starts from there.
-      const TapLoop x{r_cx, r_sx, r_wx, sstep[2] * seb() - reduction_src_bytes(),
-                      wstep[2] * kFloat - reduction_wei_bytes()};
-      emit_tap_loop(x, ptr[r_args + Off::nx], r_ic, [&] { emit_reduction(); });
+      emit_x_taps();
     });
   });
+}
+
+// The x taps: a loop of reductions, or for the counts Plan::fused_x_taps covers, the family's one pass.
+void RowKernelGenerator::emit_x_taps() {
+  const int64_t* sstep = pl_.src_tap_step.data();
+  const int64_t* wstep = bk_->wei_tap_step.data();
+  // The reduction leaves r_sx / r_wx further on; the step to the next tap starts from there.
+  const TapLoop x{r_cx, r_sx, r_wx, sstep[2] * seb() - reduction_src_bytes(),
+                  wstep[2] * kFloat - reduction_wei_bytes()};
+  if (pl_.fused_x_taps < 2) return emit_tap_loop(x, ptr[r_args + Off::nx], r_ic, [&] { emit_reduction(); });
+  std::vector<Label> fused(static_cast<size_t>(pl_.fused_x_taps + 1));
+  Label l_done;
+  mov(r_cx, ptr[r_args + Off::nx]);
+  for (int n = 2; n <= pl_.fused_x_taps; ++n) {
+    cmp(r_cx, n);
+    je(fused[static_cast<size_t>(n)], T_NEAR);
+  }
+  emit_tap_loop(x, ptr[r_args + Off::nx], r_ic, [&] { emit_reduction(); });
+  for (int n = 2; n <= pl_.fused_x_taps; ++n) {
+    jmp(l_done, T_NEAR);
+    L(fused[static_cast<size_t>(n)]);
+    emit_fused_x(n);
+  }
+  L(l_done);
 }
 
 EmittedCode emit_kernel(const detail::Plan& plan) {

@@ -49,6 +49,9 @@ class RowKernelGenerator : public Generator {
   virtual void emit_prologue() {}  // e.g. opmasks; runs once per function
   virtual void emit_tables() {}    // RIP-relative constants, after all functions
   virtual int stack_bytes() const { return 0; }  // scratch at [rsp, rsp + n) during a call
+  // Plan::fused_x_taps: all n x taps of a call (2 <= n <= fused_x_taps) in one pass, from r_sx / r_wx
+  // at the first tap (which it may leave anywhere: the y loop resets them).
+  virtual void emit_fused_x(int n) { (void)n; }
 
   const detail::Plan& pl_;
   const detail::BlockKind* bk_ = nullptr;
@@ -58,6 +61,7 @@ class RowKernelGenerator : public Generator {
   void emit_function(const detail::BlockKind& bk, int w);
   void emit_block();
   void emit_tap_loops();
+  void emit_x_taps();
 };
 
 }  // namespace deconvjit::jit

@@ -188,6 +188,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.ic_blocks > 1) os << "_icb" << pl.ic_block;
   if (pl.ic_pairs) os << "_icp";
   if (pl.bf16_even_odd) os << "_eo";
+  if (pl.fused_x_taps) os << "_fx";
   if (pl.widen_src) os << "_w32";
   if (pl.band_rows) os << "_bnd" << pl.band_rows;
   if (pl.ic_unroll > 1) os << "_u" << pl.ic_unroll;  // the code differs by its unroll
@@ -347,6 +348,31 @@ void choose_acc_chains(Plan& pl) {
   pl.acc_chains = direct ? 8 : 1;
 }
 
+// Depthwise: a phase's x taps read source pixels tap_i_step apart, so a block of w pixels and n taps reads
+// w + (n - 1) k of them where the tap loop loads w n. Fused, each vector is loaded (and widened) once for
+// all the taps (jit/deconv_direct.cpp, emit_fused_x). Measured against the loop on Zen 4 (2 threads, NXC,
+// the 11 depthwise suite layers it takes, docs/data/fused_x_taps_zen4_2t.jsonl): AVX-512 f16 1.07-1.45x
+// (geomean 1.27), bf16 1.01-1.34x (1.15), f32 0.95-1.23x (1.07; the 0.95, dla_up_dw256 at 18 us, re-timed
+// 1.03); AVX2 f16 0.95-1.42x (1.11), f32 0.91-1.21x (1.05; the 0.91-0.95 are dla34_centernet_dw64_f2_b16,
+// 67 MB). Where x phases have 1 and 2 taps (kernel 3, stride 2) and the output reaches 16 MB it lost
+// (mobilenetv2_bwd_dw96_b16 f16 38 MB 0.82x, bf16 0.84x; kernel-3 variants at 25-51 MB 0.86-0.98x; at
+// 4-10 MB they gained 1.05-1.16x): not understood, so not taken there.
+constexpr int64_t kFuseMixedMaxBytes = 16 << 20;
+
+int max_x_taps(const Plan& pl) { return static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step)); }
+
+void choose_fused_x_taps(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = fuse_x_possible(pl);
+  check_hint(h.fuse_x_taps != 1 || possible,
+             "fuse_x_taps needs the depthwise family with 2+ x taps in a phase, no batch blocking, and "
+             "registers for the taps' weights next to the block's accumulators");
+  const Axis& x = pl.axes[2];
+  const bool every_phase = x.kernel / x.tap_k_step >= 2;
+  const bool small = p.dst_elements() * pl.elem_bytes() < kFuseMixedMaxBytes;
+  const bool wanted = every_phase || small;
+  pl.fused_x_taps = possible && (h.fuse_x_taps >= 0 ? h.fuse_x_taps == 1 : wanted) ? max_x_taps(pl) : 0;
+}
+
 // The steps that follow the tile, whatever the family.
 void finish_rows(Plan& pl, const TuningHints& h) {
   choose_acc_chains(pl);
@@ -422,6 +448,7 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
                      pl.oc_per_group % (2 * pl.lanes) == 0 && pl.oc_vectors % 2 == 0 &&
                      pl.ur_w * pl.oc_vectors + pl.oc_vectors + even_odd_regs <= vector_registers(pl.isa);
   finish_rows(pl, h);
+  choose_fused_x_taps(pl, p, h);
 }
 
 void check_family_hints(const Plan& pl, const TuningHints& h) {
@@ -445,6 +472,15 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 }
 
 }  // namespace
+
+// Registers: the accumulators, each tap's weights and a source vector (bf16 pairs: twice, and the mask).
+bool fuse_x_possible(const Plan& pl) {
+  const int taps = static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step));
+  const int per = pl.bf16_even_odd ? 2 : 1;
+  const int need = pl.ur_w * pl.oc_vectors + per * (taps + 1) + (pl.bf16_even_odd && pl.isa == Isa::avx512_core);
+  return pl.algorithm == Algorithm::depthwise && !pl.block_over_batch && taps >= 2 &&
+         need <= vector_registers(pl.isa);
+}
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   Plan pl;

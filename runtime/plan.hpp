@@ -105,6 +105,9 @@ struct Plan {
   // sums may be subnormal (no ic_pairs) checks for them and rounds those vectors by integers, out of line.
   // Follows from the ISA, the CPU and the type (no choice of its own; same results either way).
   bool bf16_vcvt = false;
+  // depthwise: x taps of a phase (2 up to this many) that one pass over the source pixels serves, each
+  // pixel's vector loaded (and widened) once for all of them; 0 off.
+  int fused_x_taps = 0;
   // Whole output vectors leave by non-temporal stores in each store block whose first address the kernel
   // finds vector-aligned (see TuningHints::nt_stores); masked tails and misaligned blocks store as usual.
   // Through the row buffer the flush's stores do, not the kernel's (kernel_nt_stores).
@@ -231,6 +234,9 @@ bool widen_src_pays(const Plan& pl, const Problem& p);
 // Bands of the NCX source transposed per task (Plan::band_rows): where the plan allows them, the band
 // height by the hint or default_band_rows (0: the whole-source copy).
 bool band_possible(const Plan& pl);
+// Plan::fused_x_taps: the depthwise family with 2+ x taps in some phase, a block's pixels along x, and
+// registers for the taps' weights and a source vector next to the accumulators.
+bool fuse_x_possible(const Plan& pl);
 bool band_rows_pay(const Plan& pl);
 void choose_band_rows(Plan& pl, const TuningHints& h);
 int64_t default_band_rows(const Plan& pl);

@@ -63,6 +63,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy) on AVX2 with at most two "
        "output vectors per block and 1024+ FLOPs per source element, on AVX-512 with at most 3 input channels "
        "per group; otherwise the kernel widens what it reads"},
+      {{"fuse_x_taps", ""},
+       "choose_fused_x_taps: the depthwise family does a phase's 2+ x taps in one pass over the source pixels "
+       "where registers allow, except where some x phase has a single tap and the output reaches 16 MB"},
       {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer); 8 for f16 on "
                           "AVX-512 with two output vectors per pixel, whose widening then costs half as much"},
       {{"ic_unroll", "gemm_x"}, "plan_gemm_x: 2 input channels per step"},

@@ -130,11 +130,14 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   const std::vector<int> widens = widen_src_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> bands = band_possible(base) ? std::vector<int>{0, static_cast<int>(default_band_rows(base))}
                                                      : std::vector<int>{-1};
-  std::vector<std::array<int, 4>> switches;  // every combination of nt_stores, pack_src, widen_src, band_rows
+  const std::vector<int> fuses = fuse_x_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  // every combination of nt_stores, pack_src, widen_src, band_rows, fuse_x_taps
+  std::vector<std::array<int, 5>> switches;
   for (int nt : nts)
     for (int pk : packs)
       for (int wd : widens)
-        for (int bd : bands) switches.push_back({nt, pk, wd, bd});
+        for (int bd : bands)
+          for (int fx : fuses) switches.push_back({nt, pk, wd, bd, fx});
   TuningHints h = tile;
   for (int icu : ladder(std::min<int64_t>(8, base.ic_per_group), base.ic_unroll))
     for (int xs : ladder(std::max<int64_t>(1, extent / base.ur_w), base.x_split))
@@ -144,10 +147,10 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
             for (int c : cpc)
               for (int occ : oc_chunks)
                 for (int rc : row_chunks)
-                  for (const auto& [nt, pk, wd, bd] : switches) {
+                  for (const auto& [nt, pk, wd, bd, fx] : switches) {
                     h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
                     h.channels_per_call = c * base.oc_vectors, h.oc_chunk = occ, h.row_chunk = rc;
-                    h.nt_stores = nt, h.pack_src = pk, h.widen_src = wd, h.band_rows = bd;
+                    h.nt_stores = nt, h.pack_src = pk, h.widen_src = wd, h.band_rows = bd, h.fuse_x_taps = fx;
                     Plan pl;
                     if (try_plan(p, isa, h, pl) && seen.insert(hints_key_text(pl.choices)).second)
                       out.push_back(std::move(pl));

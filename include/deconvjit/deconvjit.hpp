@@ -137,6 +137,10 @@ struct TuningHints {
   // band of n output rows of one image, transposes the input rows they read into a thread-local NXC band
   // and runs the band's rows on it, instead of the whole source being transposed first.
   int band_rows = -1;
+  // depthwise family (NXC rows): -1 heuristic, 0 off, 1 on. On: the 2 or more x taps of an output phase
+  // are done in one pass over the source pixels, each loaded (and widened) once for all of them, instead
+  // of one pass per tap. The same sums, bit for bit.
+  int fuse_x_taps = -1;
 
   bool empty() const;  // every field left to the heuristic
 };
