@@ -58,6 +58,11 @@ void require_tensor_memory(const Problem& p, const std::string& command, uint64_
 
 // Runs `body` in a oneTBB arena of `threads` threads (0 = the default arena).
 void run_with_threads(int threads, const std::function<void()>& body);
+// run_with_threads for timing (bench, tune): oneTBB's workers pinned one per CPU. Between batches the
+// timer waits for a quiet process (bench::wait_until_quiet), and a worker woken after that sleep at
+// times shared the calling thread's CPU for a whole batch: a kernel then ran at half speed
+// (ternausnet_center NXC 2.6 -> 3.7 ms, hifigan_v3_up1 0.64 -> 1.16, Zen 4, 2 threads).
+void run_timed(int threads, const std::function<void()>& body);
 
 }  // namespace deconvjit::cli
 

@@ -406,7 +406,7 @@ int bench_all(const BenchArgs& a) {
   run.onednn_version = ctx.onednn_version;
   run.verify = a.verify;
   const bool progress = !a.json && ::isatty(2);
-  run_with_threads(a.threads, [&] {
+  run_timed(a.threads, [&] {
     ctx.threads = tbb::this_task_arena::max_concurrency();
     for (const auto& c : cases) {
       if (progress) std::cerr << "\r\033[K[" << rows.size() + 1 << "/" << cases.size() << "] " << c.name << std::flush;

@@ -68,7 +68,7 @@ int tune_all(const TuneArgs& a) {
   progress.total = cases.size();
   double log_sum = 0;
   int rejected = 0;
-  run_with_threads(a.threads, [&] {
+  run_timed(a.threads, [&] {
     const int threads = tbb::this_task_arena::max_concurrency();
     for (const auto& c : cases) {
       progress.name = c.name;
