@@ -147,7 +147,12 @@ namespace deconvjit::detail {
 // dot_x on 22 of 23 layers with 8+ input channels (sepformer_decoder 0.496 -> 0.244, fsrcnn_x2 4.39 ->
 // 1.87, resnet50_bwd_stem_b16 17.0 -> 11.3; tfdcgan_mnist_l3_b256 even); 5-16 output channels outside
 // gemm_x won all 7 (ov_spec_ex1 1.04 -> 0.62, densepose_ann_index_b8 8.1 -> 5.8, hdemucs_freq_dec0 11.2
-// -> 7.3). From 17 channels up the row families fill two vectors and win as often as they lose; K == s
+// -> 7.3). From 17 channels up the row families fill two vectors and win as often as they lose, except
+// where those vectors leave a fifth of their lanes empty and col_x's rows leave fewer (Zen 4, 17-25
+// channels, input rows filling 85%+ of their vectors: fcn8s_upscore2 1.51x, densepose_index_uv_b8 1.23x,
+// linknet_fullconv2x2 1.07x, espnet_classifier 1.03x, fcn8s_upscore8 1.00x, enet_fullconv 0.97x; rows
+// filling less lost: fcn8s_voc_upscore_pool4 0.94x, fcn16s_siftflow_sem_upscore2 0.92x;
+// docs/data/colx_sweep_zen4_2t.jsonl). K == s
 // layers stay with gemm_x (or, for bf16, the dot family's pairs: dbnet_head_up2 0.83x), which read NCX in
 // place. Fewer than 8 input channels leave too short a reduction for the phase interleave
 // (flownets_flow3_up, 2 -> 2, 0.7x).
@@ -158,8 +163,9 @@ namespace deconvjit::detail {
 // densepose_ann_index_b8 0.95x; hdemucs_freq_dec0 1.2x is the exception left out).
 bool col_x_preferred(const Problem& p, Isa isa) {
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
-  if (p.c_in < 8 || p.c_out > 16 || !col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
   const bool pairs = p.dtype == DType::bf16 && cpu_has_avx512_bf16();
+  const bool empty_lanes = !pairs && p.c_out <= 32 && lane_use(p.c_out, 16) <= 0.8 && lane_use(p.in.back(), 16) >= 0.85;
+  if (p.c_in < 8 || (p.c_out > 16 && !empty_lanes) || !col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
   return !pairs || p.c_out <= kDotMaxOc || lane_use(p.c_out, 16) <= 0.75;
 }
 
