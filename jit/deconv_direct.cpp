@@ -287,13 +287,15 @@ class DirectGenerator : public RowKernelGenerator {
     const int lag = per * n <= free ? 1 : 0, ring = lag * (n - 1) + 1;
     assert(per * ring <= free);
     const int64_t k = pl_.src_tap_step[2] / pl_.src_pix_stride, wstep = bk_->wei_tap_step[2] * kFloat;
-    const int64_t lo = std::min<int64_t>(0, k * (n - 1)), hi = std::max<int64_t>(w_ - 1, w_ - 1 + k * (n - 1));
+    const int64_t lo = std::min<int64_t>(0, k * (n - 1));
+    const int64_t hi = std::max<int64_t>(w_ - 1, w_ - 1 + k * (n - 1));
     const int64_t count = hi - lo + 1;
     auto pixel = [&](int64_t i) { return k < 0 ? hi - i : lo + i; };  // the i-th loaded
     auto src = [&](int64_t i, int h) { return ftap(per * n + static_cast<int>(i % ring) * per + h); };
     for (int g = 0; g < nv() / per; ++g) {
       for (int t = 0; t < n; ++t)
-        for (int h = 0; h < per; ++h) vmovups(ftap(t * per + h), ptr[r_wx + t * wstep + (g * per + h) * vbytes()]);
+        for (int h = 0; h < per; ++h)
+          vmovups(ftap(t * per + h), ptr[r_wx + t * wstep + (g * per + h) * vbytes()]);
       for (int64_t i = 0; i < count + lag * (n - 1); ++i) {
         if (i < count) {
           const Address a = ptr[r_sx + (pixel(i) * pl_.src_pix_stride + g * per * pl_.lanes) * seb()];
@@ -339,7 +341,8 @@ class DirectGenerator : public RowKernelGenerator {
         const Address a = ptr[r_sx + m * 2 * pl_.lanes * eb()];
         if (bf16_ne()) {
           const Zmm out(t1.getIdx());
-          narrow_bf16_pair(Zmm(acc(p, 2 * m).getIdx()), Zmm(acc(p, 2 * m + 1).getIdx()), out, Zmm(t2.getIdx()));
+          const Zmm even(acc(p, 2 * m).getIdx()), odd(acc(p, 2 * m + 1).getIdx());
+          narrow_bf16_pair(even, odd, out, Zmm(t2.getIdx()));
           nt ? vmovntdq(a, out) : vmovdqu32(a, out);
           continue;
         }

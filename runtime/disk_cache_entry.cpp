@@ -26,7 +26,8 @@ namespace {
 using Json = nlohmann::json;
 constexpr char kMagic[8] = {'D', 'J', 'I', 'T', 'K', 'E', 'R', 'N'};
 constexpr uint64_t kFrontSeed = 0x46524f4e54ull, kCodeSeed = 0x434f4445ull;  // "FRONT", "CODE"
-constexpr const char* kFeatureNames[] = {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16"};
+constexpr const char* kFeatureNames[] = {"avx2",     "fma",      "avx512f",    "avx512bw",
+                                         "avx512vl", "avx512dq", "avx512_bf16"};
 constexpr uint32_t kFeatureCount = sizeof kFeatureNames / sizeof kFeatureNames[0];
 
 [[noreturn]] void reject(const std::string& why) { throw std::runtime_error(why); }

@@ -359,7 +359,9 @@ void choose_acc_chains(Plan& pl) {
 // 4-10 MB they gained 1.05-1.16x): not understood, so not taken there.
 constexpr int64_t kFuseMixedMaxBytes = 16 << 20;
 
-int max_x_taps(const Plan& pl) { return static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step)); }
+int max_x_taps(const Plan& pl) {
+  return static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step));
+}
 
 void choose_fused_x_taps(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = fuse_x_possible(pl);
@@ -475,9 +477,10 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 
 // Registers: the accumulators, each tap's weights and a source vector (bf16 pairs: twice, and the mask).
 bool fuse_x_possible(const Plan& pl) {
-  const int taps = static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step));
+  const int taps = max_x_taps(pl);
   const int per = pl.bf16_even_odd ? 2 : 1;
-  const int need = pl.ur_w * pl.oc_vectors + per * (taps + 1) + (pl.bf16_even_odd && pl.isa == Isa::avx512_core);
+  const int mask = pl.bf16_even_odd && pl.isa == Isa::avx512_core;
+  const int need = pl.ur_w * pl.oc_vectors + per * (taps + 1) + mask;
   return pl.algorithm == Algorithm::depthwise && !pl.block_over_batch && taps >= 2 &&
          need <= vector_registers(pl.isa);
 }
