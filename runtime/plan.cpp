@@ -231,9 +231,7 @@ bool choose_batch_blocking(const Plan& pl, const TuningHints& h) {
              "batch_block needs a family other than depthwise and at least 2 images");
   if (h.batch_block >= 0) return h.batch_block == 1;
   const Axis& x = pl.axes[2];
-  const int64_t q_max = ceil_div(x.out, x.stride);
-  const int full_ur = pl.isa == Isa::avx512_core ? 6 : 4;
-  return pl.algorithm != Algorithm::depthwise && pl.batch >= 4 && q_max < 2 * full_ur;
+  return pl.algorithm != Algorithm::depthwise && batch_blocking_pays(pl.batch, x.out, x.stride, pl.isa);
 }
 
 // The reduction over input channels can run in passes: a task runs each slice of the channels over its
@@ -474,6 +472,12 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 }
 
 }  // namespace
+
+bool batch_blocking_pays(int64_t batch, int64_t out_x, int64_t stride_x, Isa isa) {
+  const int64_t q_max = ceil_div(out_x, stride_x);
+  const int full_ur = isa == Isa::avx512_core ? 6 : 4;
+  return batch >= 4 && q_max < 2 * full_ur;
+}
 
 // Registers: the accumulators, each tap's weights and a source vector (bf16 pairs: twice, and the mask).
 bool fuse_x_possible(const Plan& pl) {

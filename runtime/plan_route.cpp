@@ -177,6 +177,14 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
       (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32 ||
        (!pairs && gemm_x_applies(p, isa) && gemm_x_lanes_wasted(p))))
     return LayoutPath::ncx_via_scratch;
+  // Blocked over images, a row buffer holds one row of every image of the task, and its flush writes each
+  // image's channel rows as runs of a few pixels: partial lines scattered over images. Whole-tensor copies
+  // write planes whole (Zen 4, 2 threads, the 10 suite layers with batch blocking on NCX: f32 1.05-1.52x,
+  // dcgan_g1 0.265 -> 0.175 ms, tfdcgan_mnist_l2_b256 1.30x; bf16 1.01-1.36x; f16 0.99-1.21x; AVX2 f32
+  // 1.01-1.90x; docs/data/nblk_scratch_zen4_2t.txt).
+  if (by_default && (family == Algorithm::direct || family == Algorithm::gemm) &&
+      batch_blocking_pays(p.batch, p.out.back(), p.stride.back(), isa))
+    return LayoutPath::ncx_via_scratch;
   if (h.layout.empty() || h.layout == "row_buffer") return LayoutPath::ncx_row_buffer;
   if (h.layout == "scratch") return LayoutPath::ncx_via_scratch;
   if (h.layout == "src_in_place") {

@@ -26,7 +26,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "
        "themselves (native); otherwise the dot family stores NCX itself (src_copy), depthwise goes "
        "through whole-tensor scratch copies, gemm through them where folding fills lanes a third again "
-       "better, every other row family through a row buffer"},
+       "better, every other row family through a row buffer (through them too where blocked over images)"},
       {{"ur_w", ""},
        "choose_tile: the widest block that fits the register file next to its weight vectors and "
        "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase, and "

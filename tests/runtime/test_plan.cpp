@@ -361,6 +361,21 @@ TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
   EXPECT_EQ(plan_for(DeconvTester(base).channels(20, 10), Isa::avx2).algorithm, Algorithm::direct);
 }
 
+// NCX layers blocked over images take whole-tensor copies, whose transposes write planes whole, instead of
+// a row buffer whose flush writes each image's short rows; a layout hint still picks the row buffer.
+TEST(PlanRoutes, BatchBlockedNcxThroughScratch) {
+  const DeconvTester base = DeconvTester().batch(16).channels(64, 64).input({5, 5}).kernel({3, 3}).stride({2, 2});
+  for (Isa isa : kIsas) {
+    const Plan pl = plan_for(base, isa);
+    EXPECT_TRUE(pl.block_over_batch) << to_string(isa);
+    EXPECT_EQ(pl.layout, LayoutPath::ncx_via_scratch) << to_string(isa);
+    TuningHints rows;
+    rows.layout = "row_buffer";
+    EXPECT_EQ(plan_for(base, isa, rows).layout, LayoutPath::ncx_row_buffer) << to_string(isa);
+    EXPECT_EQ(plan_for(DeconvTester(base).batch(2), isa).layout, LayoutPath::ncx_row_buffer) << to_string(isa);
+  }
+}
+
 // col_x asks for source rows ahead only where a row spans several tiles (rows of one tile walk each plane
 // row after row, as the hardware prefetchers follow).
 TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
