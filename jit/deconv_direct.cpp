@@ -277,9 +277,9 @@ class DirectGenerator : public RowKernelGenerator {
   // so the n taps of a block of w pixels read w + (n - 1) |k| of them, each loaded (and widened) once
   // here for every tap whose weights it meets. The pixels go in the order that gives each accumulator its
   // taps in the tap loop's order (t ascending): the sums are the loop's, bit for bit. Tap t's FMAs trail
-  // the loads by `lag` t pixels where registers allow (a ring of loaded vectors), which puts more than
-  // an FMA latency between an accumulator's taps: without it the bf16 and f16 widenings of
-  // mobilenetv2_bwd_dw96_b16 (3 vectors, 9 pixels) ran 1.35-1.46x slower than the tap loop.
+  // the loads by `lag` t pixels where registers allow (a ring of loaded vectors), so that an accumulator's
+  // taps are more than n FMAs apart in blocks of one vector. Not measured to matter: where it was tried
+  // against none (mobilenetv2_bwd_dw96_b16 f16, 3 vectors) both ran alike (2.45, 2.46 ms).
   Xmm ftap(int i) const { return vreg(nacc() + i); }
   void emit_fused_x(int n) override {
     const int per = pl_.bf16_even_odd ? 2 : 1;  // channel vectors per load

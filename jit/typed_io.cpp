@@ -1,8 +1,9 @@
 // Moving bf16 / f16 elements between memory and f32 registers (see Generator::set_io). Widening is exact
 // (bf16: a 16-bit shift; f16: vcvtph2ps). Narrowing rounds to nearest even: f16 through vcvtps2ph, bf16
 // with integer arithmetic, or where the CPU has it by vcvtneps2bf16, which flushes subnormal inputs to
-// zero: vectors with such lanes then take the integer rounding (narrow_bf16_ne). Masked accesses touch only the lanes asked for: AVX-512 through opmasks on
-// words, AVX2 one word at a time (only the ragged edges of rows and channel tails take that path).
+// zero: vectors with such lanes then take the integer rounding (narrow_bf16_ne). Masked accesses touch
+// only the lanes asked for: AVX-512 through opmasks on words, AVX2 one word at a time (only the ragged
+// edges of rows and channel tails take that path). k6 is the scratch opmask of every rounding here.
 #include "jit/generator.hpp"
 
 namespace deconvjit::jit {
