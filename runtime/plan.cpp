@@ -366,10 +366,7 @@ void choose_fused_x_taps(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.fuse_x_taps != 1 || possible,
              "fuse_x_taps needs the depthwise family with 2+ x taps in a phase, no batch blocking, and "
              "registers for the taps' weights next to the block's accumulators");
-  const Axis& x = pl.axes[2];
-  const bool every_phase = x.kernel / x.tap_k_step >= 2;
-  const bool small = p.dst_elements() * pl.elem_bytes() < kFuseMixedMaxBytes;
-  const bool wanted = every_phase || small;
+  const bool wanted = fuse_x_pays(pl, p);
   pl.fused_x_taps = possible && (h.fuse_x_taps >= 0 ? h.fuse_x_taps == 1 : wanted) ? max_x_taps(pl) : 0;
 }
 
@@ -472,6 +469,12 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 }
 
 }  // namespace
+
+bool fuse_x_pays(const Plan& pl, const Problem& p) {
+  const Axis& x = pl.axes[2];
+  const bool every_phase = x.kernel / x.tap_k_step >= 2;
+  return every_phase || p.dst_elements() * pl.elem_bytes() < kFuseMixedMaxBytes;
+}
 
 bool batch_blocking_pays(int64_t batch, int64_t out_x, int64_t stride_x, Isa isa) {
   const int64_t q_max = ceil_div(out_x, stride_x);

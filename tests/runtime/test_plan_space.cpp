@@ -31,6 +31,9 @@ std::vector<SpaceCase> space_cases() {
       {"direct_nxc", DeconvTester().batch(2).channels(4, 10).input({2, 3}).kernel({3, 3}).stride({2, 2})
                          .pads({1, 0}, {0, 1}).layout(DataFormat::NXC)},
       {"gemm_ncx", DeconvTester().batch(1).channels(8, 12).input({2, 3}).kernel({2, 2}).stride({2, 2})},
+      // NXC depthwise: its x taps fused or not (fuse_x_taps).
+      {"depthwise_nxc", DeconvTester().batch(1).channels(16, 16).groups(16).input({2, 5}).kernel({4, 4})
+                            .stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NXC)},
       {"depthwise_ncx", DeconvTester().batch(1).channels(8, 8).groups(8).input({2, 5}).kernel({3, 3})
                             .stride({2, 2}).pads({1, 1}, {1, 1})},
       // One channel in and out without groups: the depthwise families apply as well as direct and gemm.
