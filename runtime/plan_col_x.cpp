@@ -166,7 +166,8 @@ bool col_x_preferred(const Problem& p, Isa isa) {
   const bool pairs = p.dtype == DType::bf16 && cpu_has_avx512_bf16();
   const bool empty_lanes =
       !pairs && p.c_out <= 32 && lane_use(p.c_out, 16) <= 0.8 && lane_use(p.in.back(), 16) >= 0.85;
-  if (p.c_in < 8 || (p.c_out > 16 && !empty_lanes) || !col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
+  if (p.c_in < 8 || (p.c_out > 16 && !empty_lanes)) return false;
+  if (!col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
   return !pairs || p.c_out <= kDotMaxOc || lane_use(p.c_out, 16) <= 0.75;
 }
 
