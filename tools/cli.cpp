@@ -179,6 +179,27 @@ class WorkerPins : public tbb::task_scheduler_observer {
 };
 }  // namespace
 
+void pin_caller(bool pinned) {
+  // The mask the thread had before its first pin, so a `taskset` around the tool is honoured.
+  thread_local cpu_set_t original;
+  thread_local bool saved = false;
+  thread_local bool is_pinned = false;
+  if (pinned == is_pinned) return;
+  if (!saved) saved = sched_getaffinity(0, sizeof original, &original) == 0;
+  if (!saved) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &original)) {
+      CPU_SET(cpu, &set);
+      break;
+    }
+  }
+  // best effort, as the workers' pins: a refusal leaves the thread where it was
+  sched_setaffinity(0, sizeof set, pinned ? &set : &original);
+  is_pinned = pinned;
+}
+
 void run_with_threads(int threads, const std::function<void()>& body) {
   if (threads < 0) throw Error(Error::Kind::InvalidArgument, "--threads must be >= 0");
   if (threads == 0) return body();

@@ -76,9 +76,11 @@ inline void wait_until_quiet(double limit = 0.5) {
 // so that clock boosts, thermal drift and noisy neighbours hit all of them alike. Each variant gets at least
 // `min_runs` runs and `min_time` seconds; every run is timed on its own so the median drops outliers.
 // Before each batch of another variant the process waits until quiet (see above); a batch holds at least
-// three runs so that the first, which wakes the sleeping pool, does not decide the median.
+// three runs so that the first, which wakes the sleeping pool, does not decide the median. `before_batch`,
+// when given, is called with the variant's index before each of its batches (bench pins the caller there).
 inline std::vector<double> interleaved_medians(const std::vector<std::function<void()>>& variants,
-                                               double min_time, int min_runs = 5) {
+                                               double min_time, int min_runs = 5,
+                                               const std::function<void(size_t)>& before_batch = {}) {
   const size_t n = variants.size();
   const bool alternate = n > 1;
   std::vector<std::vector<double>> samples(n);
@@ -87,6 +89,7 @@ inline std::vector<double> interleaved_medians(const std::vector<std::function<v
   for (size_t v = 0; v < n; ++v) {
     // Two warm-up runs: the first touches fresh pages and lets lazy initialisation happen.
     if (alternate) wait_until_quiet();
+    if (before_batch) before_batch(v);
     variants[v]();
     const double t0 = now_s();
     variants[v]();
@@ -99,6 +102,7 @@ inline std::vector<double> interleaved_medians(const std::vector<std::function<v
     for (size_t v = 0; v < n; ++v) {
       if (done(v)) continue;
       if (alternate) wait_until_quiet();
+      if (before_batch) before_batch(v);
       for (int r = 0; r < batch[v]; ++r) {
         const double t0 = now_s();
         variants[v]();
