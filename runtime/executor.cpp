@@ -286,7 +286,8 @@ void run_rows(const CompiledKernel& k, const S* src, const float* packed, T* dst
 }
 
 // gemm_x: a task is one tile (Plan::row_chunk row groups x Plan::oc_chunk channel blocks) of one plane of
-// one image, channel blocks innermost; a row group is Plan::rows_per_block input rows.
+// one channel group (gr) of one image, channel blocks innermost; a row group is Plan::rows_per_block input
+// rows.
 template <typename T>
 void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
@@ -296,22 +297,23 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   const int64_t oc_tiles = (pl.oc_blocks + pl.oc_chunk - 1) / pl.oc_chunk;
   const int64_t block_floats = ic_steps(pl) * pl.main.wei_k_floats;
   const int64_t in_sp = a[0].in * a[1].in * a[2].in;
+  const int64_t group_floats = static_cast<int64_t>(pl.packed_weights_floats()) / pl.groups;
   // The row group's source in the caller's planes, or (Plan::pack_src) copied into the task's tile.
-  auto group_source = [&](int64_t n, int64_t iz, int64_t g) {
+  auto group_source = [&](int64_t n, int64_t gr, int64_t iz, int64_t g) {
     const int64_t iy = g * pl.rows_per_block;
-    const T* s = src + n * pl.src_n + (iz * a[1].in + iy) * a[2].in;
+    const T* s = src + n * pl.src_n + gr * pl.ic_per_group * in_sp + (iz * a[1].in + iy) * a[2].in;
     if (!pl.pack_src) return s;
     T* tile = row_scratch<T>(static_cast<size_t>(pl.src_c * pl.ic_per_group));
     const size_t bytes = sizeof(T) * static_cast<size_t>(std::min<int64_t>(pl.rows_per_block, a[1].in - iy) * a[2].in);
     for (int64_t c = 0; c < pl.ic_per_group; ++c) std::memcpy(tile + c * pl.src_c, s + c * in_sp, bytes);
     return static_cast<const T*>(tile);
   };
-  auto call = [&](const T* group_src, int64_t n, int64_t iz, int64_t g, int64_t ob) {
+  auto call = [&](const T* group_src, int64_t n, int64_t gr, int64_t iz, int64_t g, int64_t ob) {
     const int64_t iy = g * pl.rows_per_block;
     jit::KernelArgs args{};
     args.src = group_src;
-    args.wei = packed + ob * block_floats;
-    args.dst = dst + n * pl.dst_n + ob * pl.main.vectors * pl.dst_c +
+    args.wei = packed + gr * group_floats + ob * block_floats;
+    args.dst = dst + n * pl.dst_n + (gr * pl.oc_per_group + ob * pl.main.vectors) * pl.dst_c +
                (a[0].stride * iz * a[1].out + a[1].stride * iy) * a[2].out;
     args.nblocks = 1;
     const int shorter = iy + pl.rows_per_block > a[1].in ? 1 : 0;  // the plane's last, shorter group
@@ -319,15 +321,16 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   };
   auto task = [&](int64_t t) {
     const int64_t rt = t % row_tiles, iz = t / row_tiles % planes;
-    const int64_t ot = t / row_tiles / planes % oc_tiles, n = t / row_tiles / planes / oc_tiles;
+    const int64_t ot = t / row_tiles / planes % oc_tiles, ng = t / row_tiles / planes / oc_tiles;
+    const int64_t n = ng / pl.groups, gr = ng % pl.groups;
     const int64_t g_end = std::min(groups, (rt + 1) * pl.row_chunk);
     const int64_t ob_end = std::min(pl.oc_blocks, (ot + 1) * pl.oc_chunk);
     for (int64_t g = rt * pl.row_chunk; g < g_end; ++g) {
-      const T* group_src = group_source(n, iz, g);
-      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(group_src, n, iz, g, ob);
+      const T* group_src = group_source(n, gr, iz, g);
+      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(group_src, n, gr, iz, g, ob);
     }
   };
-  for_rows(pl.batch * oc_tiles * planes * row_tiles, pl.parallel, task);
+  for_rows(pl.batch * pl.groups * oc_tiles * planes * row_tiles, pl.parallel, task);
 }
 
 // col_x: a task is one part of one output row of one image (with batch_block, of ur_w images), for every

@@ -217,8 +217,8 @@ int64_t Plan::packed_weights_floats() const {
   if (algorithm == Algorithm::col_x)  // per channel block: [ic or pair][kz][ky][block's oc][kx]
     return (ic_pairs ? (ic_per_group + 1) / 2 : ic_per_group) * axes[0].kernel * axes[1].kernel * axes[2].kernel *
            dst_channels;
-  if (algorithm == Algorithm::gemm_x)  // per channel block: [ic or pair][block's (oc, kz, ky, kx)]
-    return ic_steps(*this) * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
+  if (algorithm == Algorithm::gemm_x)  // per group and channel block: [ic or pair][block's (oc, kz, ky, kx)]
+    return groups * ic_steps(*this) * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
   const int64_t taps = axes[0].kernel * axes[1].kernel * axes[2].kernel;
   return groups * taps * ((oc_blocks - 1) * main.wei_k_floats + last.wei_k_floats);
 }

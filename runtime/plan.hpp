@@ -308,7 +308,9 @@ inline int64_t nt_store_min_bytes(const Plan& pl) {
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 bool gemm_x_applies(const Problem& p, Isa isa);
+bool dot_applies(const Problem& p);  // few output and 8+ input channels per group: the dot family's shape
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
+double gemm_x_lane_use(const Problem& p);  // the share of gemm_x's lanes holding pixels
 bool gemm_x_lanes_wasted(const Problem& p);  // rows of one vector filling less than 7/8 of gemm_x's lanes
 // gemm_x: whether copying each row group's source into a tile pays (choose_pack_src; the cost model).
 bool pack_src_pays(const Plan& pl, const Problem& p);

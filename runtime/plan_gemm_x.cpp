@@ -22,9 +22,9 @@ constexpr int64_t kL2Bytes = int64_t{1} << 20;
 // Each input channel of a block lies a whole plane further on, so neither an image's source nor all the
 // weights need fit anywhere: a tile of row groups x channel blocks keeps its weights (half of L2) and
 // its rows' source (a quarter) resident while the tile runs.
-void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
+void choose_tiles(Plan& pl, const TuningHints& h) {
   const int64_t weights_per_block = ic_steps(pl) * pl.main.wei_k_floats * 4;
-  const int64_t source_per_group = p.c_in * pl.rows_per_block * pl.axes[2].in * 4;
+  const int64_t source_per_group = pl.ic_per_group * pl.rows_per_block * pl.axes[2].in * 4;
   const int64_t groups = ceil_div(pl.axes[1].in, pl.rows_per_block);
   pl.oc_chunk = std::clamp<int64_t>(kL2Bytes / 2 / weights_per_block, 1, pl.oc_blocks);
   pl.row_chunk = std::clamp<int64_t>(kL2Bytes / 4 / source_per_group, 1, groups);
@@ -46,11 +46,14 @@ void choose_tiles(Plan& pl, const Problem& p, const TuningHints& h) {
 // unet_milesial_up1), 0.95-1.04 for planes of other sizes (25-600 KB), and 0.73 for one output channel
 // (dbnet_head_up2). f16, whose planes are half as many bytes: 8 KiB vitdet_l_p2_up1 1.68, sam_mask_up1_b16
 // 1.36, nnunet3d_tconv 1.16; 2 KiB 0.92 (the same two as f32's 4 KiB); unetr_dec2 0.96 (32 channels).
-// bf16 pairs pack always: each pair register is two 32-byte half loads from two channel rows, which in a
-// tile start on 32-byte boundaries and so never split a cache line, as they do along the caller's rows.
-// Measured on the 35 layers where gemm_x is preferred (docs/data/gemm_x_pairs_sweep_pk{0,1}_2t.jsonl):
-// packed against unpacked geomean 1.27x, from 0.92 (enet_fullconv, 16 channels) to 2.2x
-// (vitdet_l_p2_up1); one output channel too (dbnet_head_up2 1.18x).
+// bf16 pairs pack from 8 channel blocks on: each pair register is two 32-byte half loads from two channel
+// rows, which in a tile start on 32-byte boundaries and so never split a cache line, as they do along the
+// caller's rows; but the copy is a pass of its own over the row group, and few channel blocks do not
+// repay it. Measured on the 35 layers where gemm_x was preferred (docs/data/gemm_x_pairs_sweep_pk{0,1}_2t
+// .jsonl, Zen 5): packed against unpacked geomean 1.27x, from 0.92 (enet_fullconv, 16 channels) to 2.2x
+// (vitdet_l_p2_up1). Again on Zen 4 with the grouped and few-channel layers gemm_x now takes
+// (docs/data/gemm_x_pack_bf16_zen4_2t.jsonl, unpacked against packed): 1-6 channel blocks 1.05-2.6x
+// faster unpacked on 29 of 33 (0.72-0.98 on the rest), 10-16 blocks 0.81-1.08, more 0.58-1.04.
 void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.pack_src = h.pack_src >= 0 ? h.pack_src == 1 : pack_src_pays(pl, p);
 }
@@ -60,7 +63,8 @@ void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
 bool pack_src_pays(const Plan& pl, const Problem& p) {
   const int64_t plane_bytes = pl.axes[0].in * pl.axes[1].in * pl.axes[2].in * pl.elem_bytes();
   constexpr int64_t kSetPeriod = 8 << 10, kWays = 16;
-  return pl.ic_pairs || (plane_bytes % kSetPeriod == 0 && p.c_in > kWays && pl.oc_blocks > 1);
+  if (pl.ic_pairs) return pl.oc_blocks >= 8;
+  return plane_bytes % kSetPeriod == 0 && pl.ic_per_group > kWays && pl.oc_blocks > 1;
 }
 
 // Against the row-buffer path, one core (ms): yolov8s_proto 3.6 vs 4.8, unet_up1 13.0 vs 14.9,
@@ -80,21 +84,38 @@ bool pack_src_pays(const Plan& pl, const Problem& p) {
 // vnet_up256, whole vectors, 0.82 against 0.96, 0.27 against 0.32, 0.31 against 0.46; stacked rows of 14
 // pixels beat the row buffer, see below).
 bool gemm_x_lanes_wasted(const Problem& p) {
+  return p.in.back() <= 16 && gemm_x_lane_use(p) < 7.0 / 8;
+}
+
+// The share of gemm_x's lanes that hold pixels: rows of several vectors, stacked rows of one vector, or
+// a flat plane (as plan_gemm_x lays them out).
+double gemm_x_lane_use(const Problem& p) {
   const int64_t lanes = 16, w = p.in.back(), h = p.in.size() > 1 ? p.in[p.in.size() - 2] : 1;
-  if (w > lanes) return false;
+  if (w > lanes) return static_cast<double>(w) / static_cast<double>(ceil_div(w, lanes) * lanes);
   const int64_t plane_vectors = ceil_div(w * h, lanes);
   const bool flat = w % lanes != 0 && plane_vectors <= 48;
   const int64_t used = flat ? w * h : w, offered = flat ? plane_vectors * lanes : lanes;
-  return 8 * used < 7 * offered;
+  return static_cast<double>(used) / static_cast<double>(offered);
 }
 
+// Where the row families' vectors of output channels leave lanes empty, gemm_x is the default when its
+// own lanes are at least as full; for the dot family's shapes always (dot copies the whole source to NXC
+// first, dot_x broadcasts one input vector per tap). Both from 8 input channels per group, as measured. Layers with K == s, NCX, 2 threads, gemm_x against
+// the old default (docs/data/gemm_x_fill_sweep_zen4_2t.jsonl, 66 layers drawn for it and the holdout set):
+// dot shapes 1.14-11.9x on 19 of 20 (ks37 128 -> 3 channels 4.2x, a G=2 80 -> 1 3D layer 1.64x; 0.90
+// against dot_x at 4 channels and rows of 100); channels filling at most the share of lanes gemm_x fills
+// 1.17-3.76x on all 9 (a G=4 64 -> 8 layer, rows of 40: 2.23x). Where output channels fill their vectors
+// the row families stay ahead below 9/10 of gemm_x's lanes (above): 0.35-1.0x on 15 of 22, with groups too.
 bool gemm_x_preferred(const Problem& p) {
+  if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
   const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;
-  return vectors == 1 ? !gemm_x_lanes_wasted(p) : 10 * w >= 9 * vectors * lanes;
+  const bool full = vectors == 1 ? !gemm_x_lanes_wasted(p) : 10 * w >= 9 * vectors * lanes;
+  return full || dot_applies(p) ||
+         (p.c_in_per_group() >= 8 && gemm_x_lane_use(p) >= lane_use(p.c_out_per_group(), lanes));
 }
 
 bool gemm_x_applies(const Problem& p, Isa isa) {
-  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX || p.groups != 1) return false;
+  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX) return false;
   for (int i = 0; i < p.spatial_rank; ++i)
     if (p.kernel[i] != p.stride[i] || p.pads_begin[i] != 0 || p.dilation[i] != 1 ||
         p.out[i] != p.in[i] * p.stride[i])
@@ -114,7 +135,7 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
 
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.x_split >= 0 && h.x_split <= 1, "gemm_x computes whole rows (x_split 1)");
-  check_hint(h.ic_block <= 0 || h.ic_block == p.c_in, "gemm_x reduces over all input channels in one pass");
+  check_hint(h.ic_block <= 0 || h.ic_block == pl.ic_per_group, "gemm_x reduces over all input channels in one pass");
   check_hint(h.x_halo != 1, "gemm_x has no borders to pad");
   check_hint(h.batch_block != 1 && h.oc_loop <= 1, "gemm_x blocks along rows (no batch_block, oc_loop 1)");
   pl.algorithm = Algorithm::gemm_x;
@@ -146,7 +167,7 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   if (h.ur_w) u = h.ur_w;
   const int64_t vectors = pl.flat_plane ? u : int64_t{u} * rows;
   check_hint(u >= 1 && vectors <= 3, "gemm_x holds at most 3 input vectors (ur_w)");
-  int cb = static_cast<int>(std::clamp<int64_t>(kAccumulators / (vectors * positions), 1, p.c_out));
+  int cb = static_cast<int>(std::clamp<int64_t>(kAccumulators / (vectors * positions), 1, pl.oc_per_group));
   if (h.oc_vectors) cb = h.oc_vectors;
   check_hint(cb >= 1 && vectors * positions * cb <= kAccumulators,
              "gemm_x: " + std::to_string(cb) + " output channels x " + std::to_string(positions) +
@@ -158,7 +179,7 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(pl.ic_unroll >= 1 && pl.ic_unroll <= 8, "gemm_x: ic_unroll must be in [1, 8]");
   pl.x_split = 1;
 
-  pl.oc_blocks = ceil_div(p.c_out, cb);
+  pl.oc_blocks = ceil_div(pl.oc_per_group, cb);
   auto kind = [&](int channels) {
     BlockKind k;
     k.vectors = channels;  // output channels in the block
@@ -167,8 +188,8 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
     return k;
   };
   pl.main = kind(cb);
-  pl.last = kind(static_cast<int>(p.c_out - (pl.oc_blocks - 1) * cb));
-  choose_tiles(pl, p, h);
+  pl.last = kind(static_cast<int>(pl.oc_per_group - (pl.oc_blocks - 1) * cb));
+  choose_tiles(pl, h);
 
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;

@@ -17,11 +17,15 @@ bool gemm_applies(const Problem& p, const Axis& x) {
          x.pad_begin % x.stride == 0 && x.out % x.stride == 0;
 }
 
+}  // namespace
+
 // A horizontal sum per output pays off when few output channels would leave vector lanes empty and
 // the input channels fill them.
 bool dot_applies(const Problem& p) {
   return p.c_out_per_group() <= kDotMaxOc && p.c_in_per_group() >= 8;
 }
+
+namespace {
 
 // One channel in and out per group. G=1 with one channel each way (a 1->1 upsampler) is the same
 // computation; the default takes it to a depthwise family only on NCX data (one_channel_native).
@@ -153,7 +157,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     native = Algorithm::gemm_x;
     return LayoutPath::ncx_native;
   }
-  check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, G=1, kernel == stride "
+  check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, kernel == stride "
                                       "on every axis with no pads, dilation or output padding, and "
                                       "stride 1 or 2 on x");
   check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "

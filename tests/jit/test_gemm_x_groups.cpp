@@ -1,0 +1,98 @@
+// The gemm_x family (NCX, K == s, no pads) on grouped layers, and the rule that takes it where its lanes
+// along x are fuller than the row families' lanes along output channels. Each case must match the
+// double-precision reference in f32, bf16 (channel pairs where the CPU has avx512_bf16) and f16; gemm_x
+// runs on AVX-512 only.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/plan.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/no_disk_cache.hpp"
+
+namespace deconvjit {
+namespace {
+
+using testing::DeconvTester;
+using V = std::vector<int64_t>;
+
+detail::Plan plan_of(const DeconvTester& t, const TuningHints& h = {}) {
+  return detail::make_plan(resolve(t.descriptor()), Isa::avx512_core, h);
+}
+
+class GemmXGroups : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available (gemm_x needs it)";
+    if (auto why = testing::unsupported_types(Isa::avx512_core, GetParam())) GTEST_SKIP() << "compile: " << *why;
+  }
+  DeconvTester T(int rank, int64_t groups, int64_t c_in, int64_t c_out, V in) const {
+    const V k(static_cast<size_t>(rank), 2);
+    return DeconvTester().isa(Isa::avx512_core).dtype(GetParam()).layout(DataFormat::NCX).rank(rank)
+        .groups(groups).channels(c_in, c_out).input(std::move(in)).kernel(k).stride(k);
+  }
+  testing::NoDiskCache no_disk_cache_;
+};
+
+// Each group's source planes, weights and output planes lie a group further on: a wrong offset of any of
+// them sums another group's channels. Shapes: one output channel per group in 3D (the dot family's shape,
+// rows of two vectors), 8 per group over rows of 40 pixels, a 1x1 kernel with stacked 13-pixel rows and a
+// channel tail, a flat plane of 7-pixel rows with the source packed into tiles, an odd channel count per
+// group (a half bf16 pair), and batches. The first three are the default; the rest are asked for.
+TEST_P(GemmXGroups, MatchReference) {
+  TuningHints gx;
+  gx.algorithm = "gemm_x";
+  TuningHints packed = gx;
+  packed.pack_src = 1;
+  struct Case {
+    DeconvTester t;
+    TuningHints h;
+    bool by_default;
+  };
+  const std::vector<Case> cases = {
+      {T(3, 2, 160, 2, {3, 4, 27}).batch(2), {}, true},
+      {T(2, 4, 64, 32, {5, 40}), {}, true},
+      {T(2, 2, 64, 26, {7, 13}).kernel({1, 1}).stride({1, 1}), {}, true},
+      {T(2, 8, 64, 16, {6, 7}).batch(2), packed, false},
+      {T(2, 2, 18, 10, {3, 20}), gx, false},
+      {T(1, 3, 24, 6, {50}).batch(3), gx, false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    DeconvTester t = cases[i].t;
+    if (!cases[i].by_default) t.hints(cases[i].h);
+    t.Test();
+    const detail::Plan pl = plan_of(t, cases[i].by_default ? TuningHints{} : cases[i].h);
+    EXPECT_EQ(pl.algorithm, detail::Algorithm::gemm_x) << pl.name;
+    EXPECT_GT(pl.groups, 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GemmXGroups, ::testing::Values(DType::f32, DType::bf16, DType::f16),
+                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(to_string(info.param)); });
+
+// gemm_x by default, K == s on NCX: for the dot family's shapes (at most 4 output and 8+ input channels per
+// group), and from 8 input channels per group where its lanes along x are at least as full as the output
+// channels fill vectors; not where the channels fill theirs and the rows do not, nor below 8 input
+// channels, nor for depthwise layers.
+TEST(PlanHeuristic, GemmXWhereItsLanesAreFullerThanTheChannels) {
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+  auto k2 = [](int64_t g, int64_t ci, int64_t co, V in) {
+    return DeconvTester().layout(DataFormat::NCX).groups(g).channels(ci, co).input(std::move(in)).kernel({2, 2})
+        .stride({2, 2});
+  };
+  using detail::Algorithm;
+  EXPECT_EQ(plan_of(k2(1, 64, 1, {40, 20})).algorithm, Algorithm::gemm_x);   // dot shape, 20 of 32 lanes
+  EXPECT_EQ(plan_of(k2(2, 64, 4, {40, 20})).algorithm, Algorithm::gemm_x);   // the same per group
+  EXPECT_EQ(plan_of(k2(1, 32, 6, {40, 28})).algorithm, Algorithm::gemm_x);   // 28 of 32 against 6 of 16
+  EXPECT_EQ(plan_of(k2(4, 64, 32, {40, 40})).algorithm, Algorithm::gemm_x);  // 40 of 48 against 8 of 16
+  EXPECT_NE(plan_of(k2(1, 32, 12, {400, 7})).algorithm, Algorithm::gemm_x);  // stacked rows: 7 of 16 lanes
+  EXPECT_NE(plan_of(k2(1, 64, 64, {40, 20})).algorithm, Algorithm::gemm_x);  // channels fill their vectors
+  EXPECT_NE(plan_of(k2(1, 6, 3, {40, 37})).algorithm, Algorithm::gemm_x);    // 6 input channels
+  EXPECT_EQ(plan_of(k2(16, 16, 16, {40, 40})).algorithm, Algorithm::depthwise_x);
+}
+
+}  // namespace
+}  // namespace deconvjit
