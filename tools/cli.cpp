@@ -2,18 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
-#include <tbb/task_scheduler_observer.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
+#include "bench/pinning.hpp"
 #include "runtime/file_io.hpp"
 #include "runtime/memory.hpp"
 
@@ -161,45 +159,6 @@ void require_tensor_memory(const Problem& p, const std::string& command, uint64_
                      std::to_string(weights) + ", dst " + std::to_string(dst) + ")");
 }
 
-namespace {
-// Pins each oneTBB worker of the arena to the CPU of its slot (1, 2, ...); the calling thread (slot 0)
-// and every other thread (OpenMP's, inside oneDNN) stay free. See run_timed.
-class WorkerPins : public tbb::task_scheduler_observer {
- public:
-  explicit WorkerPins(tbb::task_arena& a) : tbb::task_scheduler_observer(a) { observe(true); }
-  ~WorkerPins() override { observe(false); }
-  void on_scheduler_entry(bool worker) override {
-    if (!worker) return;
-    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(static_cast<unsigned>(tbb::this_task_arena::current_thread_index()) % cpus, &set);
-    sched_setaffinity(0, sizeof set, &set);  // best effort: a refusal leaves the worker where it was
-  }
-};
-}  // namespace
-
-void pin_caller(bool pinned) {
-  // The mask the thread had before its first pin, so a `taskset` around the tool is honoured.
-  thread_local cpu_set_t original;
-  thread_local bool saved = false;
-  thread_local bool is_pinned = false;
-  if (pinned == is_pinned) return;
-  if (!saved) saved = sched_getaffinity(0, sizeof original, &original) == 0;
-  if (!saved) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &original)) {
-      CPU_SET(cpu, &set);
-      break;
-    }
-  }
-  // best effort, as the workers' pins: a refusal leaves the thread where it was
-  sched_setaffinity(0, sizeof set, pinned ? &set : &original);
-  is_pinned = pinned;
-}
-
 void run_with_threads(int threads, const std::function<void()>& body) {
   if (threads < 0) throw Error(Error::Kind::InvalidArgument, "--threads must be >= 0");
   if (threads == 0) return body();
@@ -210,7 +169,7 @@ void run_with_threads(int threads, const std::function<void()>& body) {
 void run_timed(int threads, const std::function<void()>& body) {
   if (threads < 0) throw Error(Error::Kind::InvalidArgument, "--threads must be >= 0");
   tbb::task_arena arena(threads ? threads : tbb::info::default_concurrency());
-  WorkerPins pins(arena);
+  bench::WorkerPins pins(arena);
   arena.execute(body);
 }
 

@@ -58,16 +58,9 @@ void require_tensor_memory(const Problem& p, const std::string& command, uint64_
 
 // Runs `body` in a oneTBB arena of `threads` threads (0 = the default arena).
 void run_with_threads(int threads, const std::function<void()>& body);
-// run_with_threads for timing (bench, tune): oneTBB's workers pinned one per CPU. Between batches the
-// timer waits for a quiet process (bench::wait_until_quiet), and a worker woken after that sleep at
-// times shared the calling thread's CPU for a whole batch: a kernel then ran at half speed
-// (ternausnet_center NXC 2.6 -> 3.7 ms, hifigan_v3_up1 0.64 -> 1.16, Zen 4, 2 threads).
+// run_with_threads for timing (bench, tune): oneTBB's workers pinned one per CPU (bench/pinning.hpp; the
+// caller pins itself with bench::pin_caller while our kernels run).
 void run_timed(int threads, const std::function<void()>& body);
-// Inside run_timed: pins the calling thread to the CPU of its slot (the first CPU), or gives it back the
-// mask it had. Pinned workers alone left the caller free to sit on a worker's CPU, and a whole row of ours
-// then ran at half speed (holdout layers, NCX rows 1.3-2.1x our in-process time, a different row each run).
-// oneDNN's runs must get the mask back: OpenMP's threads inherit the caller's mask when they start.
-void pin_caller(bool pinned);
 
 }  // namespace deconvjit::cli
 

@@ -4,6 +4,9 @@
 
 #include <functional>
 
+#include <tbb/info.h>
+
+#include "bench/pinning.hpp"
 #include "bench/timing.hpp"
 #include "bench/typed_buffer.hpp"
 #include "bindings.hpp"
@@ -70,7 +73,8 @@ PyPacked pack(const Kernel& k, py::handle w) {
 
 // The median `deconvjit bench` prints for this kernel: the same operands when x and w are not given (in the
 // problem's dtype, 64-byte aligned, seeded like bench's --seed), packed weights, and bench's timing loop
-// (bench::interleaved_medians with one variant), in an arena of `threads` threads (0 = all).
+// (bench::interleaved_medians with one variant), in an arena of `threads` threads (0 = all), placed as
+// bench places them (bench/pinning.hpp: each worker on its slot's CPU, the caller on slot 0's).
 double time_kernel(const Kernel& k, py::handle x, py::handle w, double min_time, int threads, uint64_t seed) {
   if (!(min_time >= 0 && min_time <= 3600)) invalid_argument("time: min_time must be in [0, 3600] seconds");
   if (threads < 0) invalid_argument("time: threads must be >= 0");
@@ -98,13 +102,14 @@ double time_kernel(const Kernel& k, py::handle x, py::handle w, double min_time,
   py::gil_scoped_release no_gil;
   const std::function<void()> run = [&] { k.execute(src_view, *packed, dst_view); };
   double ms = 0;
-  auto measure = [&] { ms = bench::interleaved_medians({run}, min_time)[0]; };
-  if (threads == 0) {
-    measure();
-  } else {
-    tbb::task_arena arena(threads);
-    arena.execute(measure);
-  }
+  auto measure = [&] {
+    const bench::CallerUnpin unpin;
+    bench::pin_caller(true);
+    ms = bench::interleaved_medians({run}, min_time)[0];
+  };
+  tbb::task_arena arena(threads ? threads : tbb::info::default_concurrency());
+  bench::WorkerPins pins(arena);
+  arena.execute(measure);
   return ms;
 }
 

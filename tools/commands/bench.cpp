@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "bench/peak_probe.hpp"
+#include "bench/pinning.hpp"
 #include "bench/report.hpp"
 #include "bench/results.hpp"
 #include "bench/suite.hpp"
@@ -189,9 +190,9 @@ void time_problem(const Context& ctx, bench::ProblemResult& row, const std::vect
   (void)row;
 #endif
   const size_t n_ours = ours.size();
+  const bench::CallerUnpin unpin;
   const std::vector<double> ms = bench::interleaved_medians(variants, ctx.args.min_time, 5,
-                                                            [n_ours](size_t v) { pin_caller(v < n_ours); });
-  pin_caller(false);
+                                                            [n_ours](size_t v) { bench::pin_caller(v < n_ours); });
   for (size_t i = 0; i < ms.size(); ++i) *slots[i] = ms[i];
 }
 

@@ -10,8 +10,8 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include "bench/pinning.hpp"
 #include "bench/timing.hpp"
-#include "cli.hpp"
 #include "bench/typed_buffer.hpp"
 #include "runtime/reference.hpp"
 #include "runtime/tolerance.hpp"
@@ -104,10 +104,10 @@ struct Search {
   void time(std::vector<Timed*>& set, double min_time) {
     std::vector<std::function<void()>> runs;
     for (Timed* t : set) runs.push_back([this, t] { t->kernel.execute(in(), t->packed, out()); });
-    // every candidate is ours: the caller keeps slot 0's CPU throughout (cli::pin_caller)
-    const std::vector<double> ms =
-        bench::interleaved_medians(runs, min_time, 3, [](size_t) { cli::pin_caller(true); });
-    cli::pin_caller(false);
+    // every candidate is ours: the caller keeps slot 0's CPU throughout (bench/pinning.hpp)
+    const bench::CallerUnpin unpin;
+    bench::pin_caller(true);
+    const std::vector<double> ms = bench::interleaved_medians(runs, min_time, 3);
     for (size_t i = 0; i < set.size(); ++i) set[i]->ms = ms[i];
     result.candidates += static_cast<int>(set.size());
   }
