@@ -164,8 +164,15 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
                                            "group, x dilation 1 and an x stride dividing the vector "
                                            "lanes");
   // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
-  // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256).
-  if (h.layout.empty() && family == Algorithm::depthwise) return LayoutPath::ncx_via_scratch;
+  // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256) while
+  // the output stays in cache between the kernel and the transpose; from 8 MB on the copies go through
+  // memory twice more and the row buffer wins (Zen 4, 2 threads, depthwise layers depthwise_x cannot take:
+  // stride 3 2D 4.5 MB of output 0.13 against 0.15 ms; 18 MB 1.60 against 0.67; 71 MB 10.1 against 3.4;
+  // stride 5 1D 11 MB 0.72 against 0.40, 21 MB 2.39 against 1.13; docs/data/depthwise_ncx_route_zen4_2t.txt).
+  constexpr int64_t kDepthwiseCopyMaxBytes = int64_t{8} << 20;
+  if (h.layout.empty() && family == Algorithm::depthwise &&
+      p.dst_elements() * static_cast<int64_t>(dtype_size(p.dtype)) < kDepthwiseCopyMaxBytes)
+    return LayoutPath::ncx_via_scratch;
   // gemm needs an NXC-shaped output, so on NCX data it runs through whole-tensor copies. They pay when the
   // layer has too few channels to fill vectors and gemm's folded channels (stride x C_OUT) do: the row
   // families would leave most lanes empty (tuned on the corpus, 2 threads: hed_dsn5_up C_OUT 1 s16

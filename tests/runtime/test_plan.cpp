@@ -376,6 +376,24 @@ TEST(PlanRoutes, BatchBlockedNcxThroughScratch) {
   }
 }
 
+// Depthwise layers depthwise_x cannot take (x stride 3) go through whole-tensor copies while the output is
+// below 8 MB, through a row buffer from there on (in bytes: bf16 halves them).
+TEST(PlanRoutes, DepthwiseNcxThroughCopiesOnlyWhileTheOutputIsSmall) {
+  auto dw = [](int64_t side) {
+    return DeconvTester().groups(64).channels(64, 64).input({side, side}).kernel({3, 3}).stride({3, 3});
+  };
+  for (Isa isa : kIsas) {
+    EXPECT_EQ(plan_for(dw(44), isa).layout, LayoutPath::ncx_via_scratch) << to_string(isa);    // 4.5 MB
+    EXPECT_EQ(plan_for(dw(88), isa).layout, LayoutPath::ncx_row_buffer) << to_string(isa);     // 17.8 MB
+    EXPECT_EQ(plan_for(dw(88).dtype(DType::bf16), isa).layout, LayoutPath::ncx_row_buffer);     // 8.9 MB
+    EXPECT_EQ(plan_for(dw(60).dtype(DType::bf16), isa).layout, LayoutPath::ncx_via_scratch);    // 4.1 MB
+    EXPECT_EQ(plan_for(dw(88), isa).algorithm, Algorithm::depthwise) << to_string(isa);
+    TuningHints copies;
+    copies.layout = "scratch";
+    EXPECT_EQ(plan_for(dw(88), isa, copies).layout, LayoutPath::ncx_via_scratch) << to_string(isa);
+  }
+}
+
 // col_x asks for source rows ahead only where a row spans several tiles (rows of one tile walk each plane
 // row after row, as the hardware prefetchers follow).
 TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
