@@ -57,10 +57,15 @@ bool col_preferred(const Problem& p) {
   // channels of col's GEMM fill them, as gemm's folded phases do (keypointrcnn_b8, 17 channels in two
   // vectors: 2.03 -> 1.36 ms on 2 threads, NXC). Only on long reductions: a col element then costs at
   // least 512 FLOPs and its write, read-back and sum are small next to them; on 20-channel inputs col
-  // lost 3-6x (ov_spec_ex1, fcn8s_upscore2).
+  // lost 3-6x (ov_spec_ex1, fcn8s_upscore2). On NXC data a fifth better suffices (Zen 4, 2 threads, NXC,
+  // col against the row families, docs/data/col_sweep_nxc_zen4_2t.jsonl: 1D layers of 512 channels,
+  // 21 -> 21x10 lanes 1.24-1.29x, 40 -> 40x16 1.15x; densepose_index_uv_b8 25 -> 25x16 1.02x); NCX data
+  // would pay col's copies where col_x fills vectors along x instead (densepose_index_uv_b8 NCX: col 0.78x
+  // of col_x).
   // (col_preferred is planned before the ISA matters, so lanes are counted as AVX-512's 16.)
   const int64_t oc = p.c_out;
-  const bool fills_lanes = oc > 4 && p.c_in >= 256 && lane_use(taps * oc, 16) >= 1.5 * lane_use(oc, 16);
+  const double better = p.data_format == DataFormat::NXC ? 1.2 : 1.5;
+  const bool fills_lanes = oc > 4 && p.c_in >= 256 && lane_use(taps * oc, 16) >= better * lane_use(oc, 16);
   return possible && (big_weights || fills_lanes);
 }
 

@@ -13,8 +13,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "least 8 input channels -> dot; kernel a multiple of the stride on x without x pads and an "
        "NXC-shaped output -> gemm; else direct. col_preferred (f32, G=1, at least half of col's products "
        "used): at most 128 input pixels and at least 16 MB of weights, or more than 4 output channels that "
-       "fill vectors half again better as taps x channels, over at least 256 input channels -> col. NCX: "
-       "depthwise_x / gemm_x where they apply (gemm_x also instead of dot, which copies the source); dot_x "
+       "fill vectors half again better as taps x channels (a fifth on NXC data), over at least 256 input "
+       "channels -> col. NCX: depthwise_x / gemm_x where they apply (gemm_x_preferred: K == s with the dot "
+       "family's shape, rows filling 9/10 of gemm_x's lanes, or 8+ input channels per group whose output "
+       "channels fill vectors no better than the rows fill gemm_x's); dot_x "
        "instead of dot for rows of 64+ pixels and kernels of at most 16 taps (dot_x_preferred; on CPUs "
        "with avx512_bf16, bf16 only below 16 products per source element), "
        "depthwise_x also for G=1 with one channel each way (one_channel_native); col_x on AVX-512 for at "
@@ -25,7 +27,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "
        "themselves (native); otherwise the dot family stores NCX itself (src_copy), depthwise goes "
-       "through whole-tensor scratch copies, gemm through them where folding fills lanes a third again "
+       "through whole-tensor scratch copies below 8 MB of output (a row buffer from there), gemm through them where folding fills lanes a third again "
        "better, every other row family through a row buffer (through them too where blocked over images)"},
       {{"ur_w", ""},
        "choose_tile: the widest block that fits the register file next to its weight vectors and "
