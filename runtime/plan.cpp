@@ -402,7 +402,7 @@ void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h) {
 // The row families (direct, gemm, depthwise, dot) after the layout is fixed.
 void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   Axis& x = pl.axes[2];
-  pl.algorithm = choose_algorithm(p, x, pl.layout, h);
+  pl.algorithm = choose_algorithm(p, pl.isa, x, pl.layout, h);
   if (pl.algorithm == Algorithm::gemm) {
     fold_x_phases(pl);
   } else if (pl.algorithm == Algorithm::depthwise) {
@@ -515,7 +515,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     check_hint(p.dtype == DType::f32, "algorithm col is f32 only");
     plan_col(pl, p, isa, h);
   } else {
-    Algorithm family = choose_algorithm(p, pl.axes[2], LayoutPath::nxc, h);
+    Algorithm family = choose_algorithm(p, isa, pl.axes[2], LayoutPath::nxc, h);
     if (one_channel_native(p, isa, h)) family = Algorithm::depthwise;
     Algorithm native = family;
     pl.layout = choose_layout(p, isa, h, family, native);

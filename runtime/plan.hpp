@@ -192,7 +192,7 @@ struct Plan {
 // The route (runtime/plan_route.cpp): the family as chosen for NXC data (`layout` is the route so far),
 // then how NCX data reaches it; for ncx_native, `native` receives the family that reads and writes NCX
 // itself. one_channel_native: a 1->1 layer without groups taken to the depthwise families.
-Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, const TuningHints& h);
+Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath layout, const TuningHints& h);
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native);
 bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h);
 

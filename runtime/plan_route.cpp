@@ -17,6 +17,17 @@ bool gemm_applies(const Problem& p, const Axis& x) {
          x.pad_begin % x.stride == 0 && x.out % x.stride == 0;
 }
 
+// bf16 channel pairs (vdpbf16ps) fill the dot family's vectors 16 pairs at a time: with at most 12 input
+// channels per group, 6 pairs or fewer, the direct family's pairs run ahead from 3 output channels per
+// group on (Zen 4, 2 threads, bf16, direct against dot, per group: NXC 8 -> 3 1.79x, 8 -> 4 2.55x,
+// 12 -> 3 1.20x, 12 -> 4 1.50x, holdout layers 8 -> 3 and 12 -> 3 1.03-1.70x; at 2 outputs 1.29x but
+// 0.44x; 12 -> 1 0.68x, 16 -> 3 0.86x, 24 -> 3 0.75x; docs/data/dot_direct_bf16_zen4_2t.jsonl).
+bool direct_pairs_pay(const Problem& p, Isa isa, const TuningHints& h) {
+  const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
+                     h.ic_pairs != 0 && h.widen_src != 1;
+  return pairs && p.c_in_per_group() <= 12 && p.c_out_per_group() >= 3;
+}
+
 }  // namespace
 
 // A horizontal sum per output pays off when few output channels would leave vector lanes empty and
@@ -80,7 +91,7 @@ bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
 }  // namespace
 
 // gemm writes runs of Kx*C_OUT floats per input pixel: only NXC-shaped destinations have them.
-Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, const TuningHints& h) {
+Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath layout, const TuningHints& h) {
   const bool gemm_ok =
       gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
   if (!h.algorithm.empty()) {
@@ -106,7 +117,7 @@ Algorithm choose_algorithm(const Problem& p, const Axis& x, LayoutPath layout, c
            : h.algorithm == "depthwise" ? Algorithm::depthwise : Algorithm::direct;
   }
   if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
-  if (dot_applies(p)) return Algorithm::dot;
+  if (dot_applies(p) && !direct_pairs_pay(p, isa, h)) return Algorithm::dot;
   return gemm_ok ? Algorithm::gemm : Algorithm::direct;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deconvjit/deconvjit.hpp"
+#include "runtime/cpu.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/schedule.hpp"
 #include "support/deconv_tester.hpp"
@@ -196,6 +197,26 @@ TEST(PlanHeuristic, ColWhereTapsTimesChannelsFillLanes) {
   EXPECT_FALSE(detail::col_preferred(layer(512, 32, 10, "NXC")));  // channels fill their vectors
   EXPECT_FALSE(detail::col_preferred(layer(128, 21, 10, "NXC")));  // a short reduction
   EXPECT_FALSE(detail::col_preferred(layer(512, 4, 10, "NXC")));   // the dot family's
+}
+
+// bf16 channel pairs: the dot family's shape with at most 12 input channels per group (6 of its 16 pair
+// lanes) takes the direct family's pairs from 3 output channels per group on; f32, AVX2 (no pairs), 16
+// input channels, two output channels, or pairs turned off keep dot.
+TEST(PlanHeuristic, FewInputChannelsInBf16PairsTakeTheDirectFamily) {
+  auto layer = [](int64_t groups, int64_t ci, int64_t co, DType t) {
+    return DeconvTester().layout(DataFormat::NXC).groups(groups).channels(groups * ci, groups * co).dtype(t)
+        .input({6, 40}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1});
+  };
+  const Algorithm pairs_family = detail::cpu_has_avx512_bf16() ? Algorithm::direct : Algorithm::dot;
+  EXPECT_EQ(plan_for(layer(1, 12, 3, DType::bf16), Isa::avx512_core).algorithm, pairs_family);
+  EXPECT_EQ(plan_for(layer(8, 8, 4, DType::bf16), Isa::avx512_core).algorithm, pairs_family);
+  EXPECT_EQ(plan_for(layer(1, 12, 3, DType::f32), Isa::avx512_core).algorithm, Algorithm::dot);
+  EXPECT_EQ(plan_for(layer(1, 12, 3, DType::bf16), Isa::avx2).algorithm, Algorithm::dot);
+  EXPECT_EQ(plan_for(layer(1, 16, 3, DType::bf16), Isa::avx512_core).algorithm, Algorithm::dot);
+  EXPECT_EQ(plan_for(layer(1, 12, 2, DType::bf16), Isa::avx512_core).algorithm, Algorithm::dot);
+  TuningHints no_pairs;
+  no_pairs.ic_pairs = 0;
+  EXPECT_EQ(plan_for(layer(1, 12, 3, DType::bf16), Isa::avx512_core, no_pairs).algorithm, Algorithm::dot);
 }
 
 TEST(PlanHints, HonouredOrRejected) {
