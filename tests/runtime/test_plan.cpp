@@ -164,7 +164,7 @@ TEST(PlanHeuristic, TinyCroppedInputsTakeNeitherColNorHalo) {
   EXPECT_TRUE(detail::col_preferred(sbl));
 }
 
-// Weights past 16 MB: col up to 128 input pixels (sbl_r50_384_deconv1, 12x9 = 108, measured 1.27x), the
+// Weights past 24 MB: col up to 128 input pixels (sbl_r50_384_deconv1, 12x9 = 108, measured 1.27x), the
 // row families from there on (flownets_deconv4, 12x16 = 192, where col measured 0.93x).
 TEST(PlanHeuristic, ColForBigWeightsOverFewPixels) {
   auto layer = [](int h, int w, int c_in) {
@@ -178,6 +178,7 @@ TEST(PlanHeuristic, ColForBigWeightsOverFewPixels) {
   EXPECT_FALSE(detail::col_preferred(layer(17, 8, 2048)));  // 136
   EXPECT_FALSE(detail::col_preferred(layer(12, 16, 1026)));
   EXPECT_FALSE(detail::col_preferred(layer(12, 9, 512)));   // 8 MB of weights
+  EXPECT_FALSE(detail::col_preferred(layer(12, 9, 1280)));  // 21 MB: the row families keep them in L3
 }
 
 // Output channels that leave vectors empty where col's taps x channels fill them, over 256+ input channels:
