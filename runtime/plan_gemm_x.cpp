@@ -53,7 +53,7 @@ void choose_tiles(Plan& pl, const TuningHints& h) {
 // .jsonl, Zen 5): packed against unpacked geomean 1.27x, from 0.92 (enet_fullconv, 16 channels) to 2.2x
 // (vitdet_l_p2_up1). Again on Zen 4 with the grouped and few-channel layers gemm_x now takes
 // (docs/data/gemm_x_pack_bf16_zen4_2t.jsonl, unpacked against packed): 1-6 channel blocks 1.05-2.6x
-// faster unpacked on 29 of 33 (0.72-0.98 on the rest), 10-16 blocks 0.81-1.08, more 0.58-1.04.
+// faster unpacked on 36 of 40 (0.72-1.0 on the rest), 7-16 blocks 0.59-1.08, more 0.58-1.04.
 void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.pack_src = h.pack_src >= 0 ? h.pack_src == 1 : pack_src_pays(pl, p);
 }
@@ -100,12 +100,14 @@ double gemm_x_lane_use(const Problem& p) {
 
 // Where the row families' vectors of output channels leave lanes empty, gemm_x is the default when its
 // own lanes are at least as full; for the dot family's shapes always (dot copies the whole source to NXC
-// first, dot_x broadcasts one input vector per tap). Both from 8 input channels per group, as measured. Layers with K == s, NCX, 2 threads, gemm_x against
-// the old default (docs/data/gemm_x_fill_sweep_zen4_2t.jsonl, 66 layers drawn for it and the holdout set):
-// dot shapes 1.14-11.9x on 19 of 20 (ks37 128 -> 3 channels 4.2x, a G=2 80 -> 1 3D layer 1.64x; 0.90
-// against dot_x at 4 channels and rows of 100); channels filling at most the share of lanes gemm_x fills
-// 1.17-3.76x on all 9 (a G=4 64 -> 8 layer, rows of 40: 2.23x). Where output channels fill their vectors
-// the row families stay ahead below 9/10 of gemm_x's lanes (above): 0.35-1.0x on 15 of 22, with groups too.
+// first, dot_x broadcasts one input vector per tap). Both from 8 input channels per group, as measured:
+// layers with K == s, NCX, 2 threads, gemm_x against the old default (docs/data/gemm_x_fill_sweep_zen4_2t
+// .jsonl, 62 layers drawn for it, the holdout set and the suites): dot shapes 1.14-11.9x on 19 of 20 (ks37
+// 128 -> 3 channels 4.2x, a G=2 80 -> 1 3D layer 1.64x; 0.90 against dot_x at 4 channels, rows of 100);
+// channels filling at most the share of lanes gemm_x fills 1.17-3.76x on all 9 (a G=4 64 -> 8 layer,
+// rows of 40: 2.23x). Where output channels fill their vectors and rows fill less than 9/10 of gemm_x's
+// lanes (the rule above), the row families stayed ahead on 22 of 29 (0.35-1.0x); gemm_x won 1.01-1.61x on
+// 7, grouped layers or 16-64 channels over 16-32 input channels: no rule was found for those.
 bool gemm_x_preferred(const Problem& p) {
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
   const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;

@@ -70,8 +70,9 @@ TEST_P(GemmXGroups, MatchReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, GemmXGroups, ::testing::Values(DType::f32, DType::bf16, DType::f16),
-                         [](const ::testing::TestParamInfo<DType>& info) { return std::string(to_string(info.param)); });
+std::string type_name(const ::testing::TestParamInfo<DType>& info) { return to_string(info.param); }
+
+INSTANTIATE_TEST_SUITE_P(Types, GemmXGroups, ::testing::Values(DType::f32, DType::bf16, DType::f16), type_name);
 
 // gemm_x by default, K == s on NCX: for the dot family's shapes (at most 4 output and 8+ input channels per
 // group), and from 8 input channels per group where its lanes along x are at least as full as the output
