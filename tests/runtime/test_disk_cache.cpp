@@ -180,7 +180,7 @@ TEST_F(DiskCache, EveryFamilyRoundTrips) {
   const std::pair<const char*, const char*> shapes[] = {
       {R"({"src":[1,7,5,16],"weights":[7,5,2,2],"strides":[2,2]})", z ? "gemm_x" : "direct"},  // 3 + 2 rows
       {R"({"src":[2,9,5,11],"weights":[9,1,4,5],"groups":9,"strides":[2,2],"pads_begin":[1,-1]})", "depthwise_x"},
-      {R"({"src":[1,512,2,3],"weights":[512,512,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})", "col"},
+      {R"({"src":[1,768,2,3],"weights":[768,512,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})", "col"},
   };
   for (const auto& [json, family] : shapes) {
     SCOPED_TRACE(json);
