@@ -220,6 +220,20 @@ TEST(PlanHeuristic, FewInputChannelsInBf16PairsTakeTheDirectFamily) {
   EXPECT_EQ(plan_for(layer(1, 12, 3, DType::bf16), Isa::avx512_core, no_pairs).algorithm, Algorithm::dot);
 }
 
+// AVX2 tiles: pairs of channel vectors, but blocks of three where the channel vectors are an odd multiple of
+// 3 (24 and 72 channels), which pairs would leave a one-vector tail block; AVX-512 keeps its own rule.
+TEST(PlanHeuristic, Avx2TakesThreeVectorsForOddMultiplesOfThree) {
+  auto layer = [](int64_t c_out) {
+    return DeconvTester().layout(DataFormat::NXC).channels(32, c_out).input({6, 40}).kernel({3, 3})
+        .stride({2, 2}).pads({1, 1}, {1, 1});
+  };
+  EXPECT_EQ(plan_for(layer(24), Isa::avx2).oc_vectors, 3);
+  EXPECT_EQ(plan_for(layer(72), Isa::avx2).oc_vectors, 3);
+  EXPECT_EQ(plan_for(layer(16), Isa::avx2).oc_vectors, 2);
+  EXPECT_EQ(plan_for(layer(48), Isa::avx2).oc_vectors, 2);  // 6 vectors: pairs, no tail
+  EXPECT_EQ(plan_for(layer(64), Isa::avx512_core).oc_vectors, 4);
+}
+
 TEST(PlanHints, HonouredOrRejected) {
   std::mt19937 rng(99);
   int accepted = 0, rejected = 0;
