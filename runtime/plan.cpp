@@ -94,16 +94,15 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   const bool z = pl.isa == Isa::avx512_core;
   int nv = z ? 4 : 2;
   if (n_vec < nv) nv = static_cast<int>(n_vec);
-  if (z && n_vec % 4 != 0 && n_vec % 3 == 0) nv = 3;
+  // Channel vectors that are a multiple of 3 but not of the usual block (4 on AVX-512, 2 on AVX2) take blocks
+  // of 3, which leave no tail block. On AVX2 the tail was one vector broadcasting each source element for a
+  // single FMA (24 channels per group in a G=4 3D layer, 2 threads: 2.08 -> 1.26 ms).
+  if (n_vec % nv != 0 && n_vec % 3 == 0) nv = 3;
   // AVX2 gemm: 4 pixels x 3 vectors load 7 registers per 12 FMAs instead of 8 (6 x 2), and gemm's channel
   // runs are long. One core, ms: unet_up1 26.7 -> 23.5, nnunet3d_tconv 19.5 -> 17.8, maskrcnn_mask
   // 15.4 -> 14.3, fcn8s_upscore2 0.040 -> 0.038. (The direct and depthwise families measured mixed to
   // worse: hifigan_up4 2.2 -> 2.7, dla_up_dw256 0.028 -> 0.043.)
   if (!z && pl.algorithm == Algorithm::gemm && n_vec >= 3) nv = 3;
-  // AVX2 with an odd multiple of 3 channel vectors (24, 72, 120 channels): pairs leave a one-vector tail
-  // block that broadcasts each source element for a single FMA; blocks of 3 have none (a G=4 3D layer of
-  // 24 channels per group, 2 threads: 2.08 -> 1.26 ms).
-  if (!z && n_vec % 3 == 0 && n_vec % 2 == 1) nv = 3;
   if (h.oc_vectors) nv = h.oc_vectors;
   check_hint(nv >= 1 && max_ur_w(pl.isa, nv) >= 1, "oc_vectors " + std::to_string(nv) +
                                                         " does not fit the register file");
