@@ -25,5 +25,6 @@ EmittedCode emit_dot(const detail::Plan& plan);     // dot
 EmittedCode emit_depthwise_x(const detail::Plan& plan);  // depthwise_x and dot_x
 EmittedCode emit_gemm_x(const detail::Plan& plan);       // gemm_x
 EmittedCode emit_col_x(const detail::Plan& plan);        // col_x
+EmittedCode emit_col_sum(const detail::Plan& plan);      // col's sums of taps (col2im), entries[0][0]
 
 }  // namespace deconvjit::jit

@@ -1,12 +1,15 @@
 // The col family: few input pixels and large weights (sbl_deconv1: 48 pixels, 33.5 MB of weights). The row
 // families give each weight to one register block of a phase (6 pixels); here one GEMM over all input
 // pixels (an inner kernel: kernel 1, stride 1, taps * C_OUT output channels) gives it to every pixel,
-// and the taps' products are then summed into the output (executor.cpp, col2im), as oneDNN's plain path
-// does.
+// and the taps' products are then summed into the output (col2im, as oneDNN's plain path does: generated
+// sums, jit/col_sum.cpp, called by executor.cpp).
 #include <chrono>
 #include <vector>
 
+#include "jit/deconv_kernels.hpp"
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/half.hpp"
+#include "runtime/jit_profile.hpp"
 #include "runtime/memory.hpp"
 #include "runtime/plan.hpp"
 #include "runtime/schedule.hpp"
@@ -52,6 +55,10 @@ bool col_preferred(const Problem& p) {
   const int64_t pixels = product(p.in), taps = product(p.kernel);
   const int64_t weight_bytes = p.c_in * p.c_out / p.groups * taps * 4;
   const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
+  // 16-bit data only when asked for (a hint, or the tuner): against the row families, which read half the
+  // source bytes (and bf16 pairs at twice the rate), col's widened source and f32 GEMM measured geomean
+  // 0.95-0.99 over the 22 layers where f32 takes it (f16, and bf16 on AVX2; 1.2-1.4x on 5, 0.42-0.92 on
+  // 7-8), bf16 pairs 0.28-0.83 on all 22 (Zen 4, 2 threads; docs/data/col_types_sweep_zen4_2t.txt).
   const bool possible = p.dtype == DType::f32 && p.groups == 1 && taps > 1 &&
                         col_bytes <= (int64_t{64} << 20) && col_useful_share(p) >= 0.5;
   const bool big_weights = pixels <= 128 && weight_bytes >= (int64_t{24} << 20);
@@ -92,6 +99,10 @@ std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& pl
   inner.max_isa = isa;
   inner.hints = {};
   k->inner = compile(col_inner_descriptor(p), inner);
+  const jit::EmittedCode code = jit::emit_col_sum(plan);
+  k->code = std::make_unique<jit::CodeBuffer>(code.bytes.data(), code.bytes.size());
+  jit_profile_code(k->code->data(), k->code->size(), plan.name + "_sum");
+  k->fns[0].push_back(reinterpret_cast<jit::KernelFn>(reinterpret_cast<uintptr_t>(k->code->data() + code.entries[0][0])));
   for (int64_t o = 0; o < plan.axes[0].out; ++o) k->schedule.z.push_back(axis_taps(plan.axes[0], o));
   for (int64_t o = 0; o < plan.axes[1].out; ++o) k->schedule.y.push_back(axis_taps(plan.axes[1], o));
   for (int64_t o = 0; o < plan.axes[2].out; ++o) k->x_taps.push_back(axis_taps(plan.axes[2], o));
@@ -99,8 +110,9 @@ std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& pl
   return k;
 }
 
-// The user's weights as the inner kernel's OIX weights [C_IN][t * C_OUT + co], then its own packing.
-void pack_col_weights(const CompiledKernel& k, const float* weights, float* out) {
+// The user's weights as the inner kernel's OIX weights [C_IN][t * C_OUT + co] (f32: 16-bit weights are
+// widened exactly), then its own packing.
+void pack_col_weights(const CompiledKernel& k, const void* weights, float* out) {
   const Problem& p = k.problem;
   const int64_t taps = product(p.kernel), ci_n = p.c_in, co_n = p.c_out;
   const uint64_t inner_floats = size_product({ci_n, taps, co_n});
@@ -109,9 +121,9 @@ void pack_col_weights(const CompiledKernel& k, const float* weights, float* out)
   for (int64_t ci = 0; ci < ci_n; ++ci)
     for (int64_t co = 0; co < co_n; ++co)
       for (int64_t t = 0; t < taps; ++t) {
-        const float w = p.weights_format == WeightsFormat::XIO ? weights[(t * co_n + co) * ci_n + ci]
-                                                                : weights[(ci * co_n + co) * taps + t];
-        inner[static_cast<size_t>((ci * taps + t) * co_n + co)] = w;
+        const int64_t i = p.weights_format == WeightsFormat::XIO ? (t * co_n + co) * ci_n + ci
+                                                                  : (ci * co_n + co) * taps + t;
+        inner[static_cast<size_t>((ci * taps + t) * co_n + co)] = static_cast<float>(load_element(weights, p.dtype, i));
       }
   pack_weights_into(*k.inner.impl(), inner.data(), out);
 }

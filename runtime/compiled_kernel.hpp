@@ -20,8 +20,8 @@ struct CompiledKernel {
   std::array<std::vector<jit::KernelFn>, 2> fns;  // [block kind][width - 1]
   Schedule schedule;
   double compile_ms = 0;
-  // col: the inner GEMM kernel (it owns the code and the packed weights' layout), and the valid taps of
-  // every output x (z and y are in the schedule).
+  // col: the inner GEMM kernel (it owns the packed weights' layout; `code` holds only the sums of taps,
+  // fns[0][0]), and the valid taps of every output x (z and y are in the schedule).
   Kernel inner;
   std::vector<AxisTaps> x_taps;
 };
@@ -30,8 +30,7 @@ struct CompiledKernel {
 // is cached in memory and on disk like any kernel); packs; executes (runtime/executor.cpp).
 std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, Isa isa,
                                                 const Options& options);
-void pack_col_weights(const CompiledKernel& k, const float* weights, float* out);
-void execute_col(const CompiledKernel& k, const float* src, const float* packed, float* dst);
+void pack_col_weights(const CompiledKernel& k, const void* weights, float* out);
 // The kernel whose packed weights a Kernel's PackedWeights hold (the inner one for col).
 inline const CompiledKernel& weights_owner(const CompiledKernel& k) {
   return k.inner ? *k.inner.impl() : k;

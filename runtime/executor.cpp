@@ -449,10 +449,12 @@ void prepare_src(const CompiledKernel& k, const T* src, S* out) {
 
 }  // namespace
 
-// col: the inner GEMM writes [image][input pixel][tap][C_OUT]; each output then sums its valid taps' rows
-// (a fixed order, so results do not depend on threads).
-// f32 only (plan.cpp): the sums below are C++.
-void execute_col(const CompiledKernel& k, const float* src, const float* packed, float* dst) {
+// col: the inner GEMM (f32; a 16-bit source is widened exactly on the way in) writes
+// [image][input pixel][tap][C_OUT]; then a task per output row lists each pixel's valid taps' rows, in a
+// fixed order, and generated code sums them and stores the row (jit/col_sum.cpp). NCX output goes
+// through an NXC copy.
+template <typename T>
+void run_col(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Problem& p = k.problem;
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
@@ -460,21 +462,31 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
   const int64_t co_n = p.c_out, out_sp = a[0].out * a[1].out * a[2].out;
   const bool ncx = p.data_format == DataFormat::NCX;
   ScratchPool& pool = ScratchPool::instance();
-  std::optional<ScratchPool::Lease> src_nxc;
-  if (ncx) {
-    src_nxc.emplace(pool.take(static_cast<size_t>(p.src_elements())));  // NOLINT: moved in
-    transpose(src, src_nxc->get(), p.batch, p.c_in, pixels, pl.parallel, HaloMap{pixels, 0, 0});
-    src = src_nxc->get();
+  std::optional<ScratchPool::Lease> src_f32, dst_nxc;
+  const float* from = nullptr;
+  if constexpr (std::is_same_v<T, float>) from = src;
+  if (ncx || !from) {
+    src_f32.emplace(pool.take(static_cast<size_t>(p.src_elements())));  // NOLINT: moved in
+    float* to = src_f32->get();
+    if (ncx)
+      transpose(src, to, p.batch, p.c_in, pixels, pl.parallel, HaloMap{pixels, 0, 0}, p.dtype);
+    else
+      for_rows(ceil_div(p.src_elements(), 16384), pl.parallel, [&](int64_t t) {
+        move_run(src + t * 16384, to + t * 16384, std::min<int64_t>(16384, p.src_elements() - t * 16384), p.dtype);
+      });
+    from = to;
   }
   ScratchPool::Lease col = pool.take(static_cast<size_t>(size_product({p.batch, pixels, taps, co_n})));
-  execute_kernel(*k.inner.impl(), src, packed, col.get());
+  execute_kernel(*k.inner.impl(), from, packed, col.get());
+  T* out = dst;
+  if (ncx) out = dst_nxc.emplace(pool.take_for<T>(static_cast<size_t>(p.dst_elements()))).template as<T>();  // NOLINT
   for_rows(p.batch * a[0].out * a[1].out, pl.parallel, [&](int64_t r) {
     const int64_t n = r / (a[0].out * a[1].out), oz = r / a[1].out % a[0].out, oy = r % a[1].out;
     const AxisTaps &tz = k.schedule.z[oz], &ty = k.schedule.y[oy];
-    std::vector<float> acc(static_cast<size_t>(co_n));
+    thread_local std::vector<const float*> table;
+    table.clear();
     for (int64_t ox = 0; ox < a[2].out; ++ox) {
       const AxisTaps& tx = k.x_taps[ox];
-      std::fill(acc.begin(), acc.end(), 0.f);
       for (int64_t jz = 0; jz < tz.count; ++jz)
         for (int64_t jy = 0; jy < ty.count; ++jy)
           for (int64_t jx = 0; jx < tx.count; ++jx) {
@@ -482,17 +494,17 @@ void execute_col(const CompiledKernel& k, const float* src, const float* packed,
             const int64_t iy = ty.i0 - jy * a[1].tap_i_step, ky = ty.k0 + jy * a[1].tap_k_step;
             const int64_t ix = tx.i0 - jx * a[2].tap_i_step, kx = tx.k0 + jx * a[2].tap_k_step;
             const int64_t pix = (iz * a[1].in + iy) * a[2].in + ix, t = (kz * a[1].kernel + ky) * a[2].kernel + kx;
-            const float* c = col.get() + ((n * pixels + pix) * taps + t) * co_n;
-            for (int64_t co = 0; co < co_n; ++co) acc[co] += c[co];
+            table.push_back(col.get() + ((n * pixels + pix) * taps + t) * co_n);
           }
-      const int64_t o = (oz * a[1].out + oy) * a[2].out + ox;
-      if (ncx) {
-        for (int64_t co = 0; co < co_n; ++co) dst[(n * co_n + co) * out_sp + o] = acc[co];
-      } else {
-        std::memcpy(dst + (n * out_sp + o) * co_n, acc.data(), sizeof(float) * co_n);
-      }
+      table.push_back(nullptr);
     }
+    jit::KernelArgs args{};
+    args.src = table.data();
+    args.dst = out + ((n * a[0].out + oz) * a[1].out + oy) * a[2].out * co_n;
+    args.nblocks = a[2].out;
+    k.fns[0][0](&args);
   });
+  if (ncx) transpose(out, dst, p.batch, out_sp, co_n, pl.parallel, HaloMap{co_n, 0, 0});
 }
 
 // Plan::band_rows: a task is a band of output rows of one image. It transposes the input rows the band
@@ -568,8 +580,10 @@ void execute_typed(const CompiledKernel& k, const T* src, const float* packed, T
 }
 
 void execute_kernel(const CompiledKernel& k, const void* src, const float* packed, void* dst) {
+  if (k.plan.algorithm == Algorithm::col && k.plan.dtype == DType::f32)
+    return run_col(k, static_cast<const float*>(src), packed, static_cast<float*>(dst));
   if (k.plan.algorithm == Algorithm::col)
-    return execute_col(k, static_cast<const float*>(src), packed, static_cast<float*>(dst));
+    return run_col(k, static_cast<const uint16_t*>(src), packed, static_cast<uint16_t*>(dst));
   if (k.plan.dtype == DType::f32)
     return execute_typed(k, static_cast<const float*>(src), packed, static_cast<float*>(dst));
   execute_typed(k, static_cast<const uint16_t*>(src), packed, static_cast<uint16_t*>(dst));

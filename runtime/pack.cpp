@@ -138,7 +138,7 @@ void pack_weights_into(const CompiledKernel& k, const void* weights, float* out)
   for (int i = 0; i < p.spatial_rank; ++i) kd[3 - p.spatial_rank + i] = p.kernel[i];
   const UserWeights uw{weights, p.dtype, p.weights_format, p.c_in, p.c_in_per_group(), p.c_out_per_group(),
                        kd[0] * kd[1] * kd[2]};
-  if (pl.algorithm == Algorithm::col) return pack_col_weights(k, static_cast<const float*>(weights), out);
+  if (pl.algorithm == Algorithm::col) return pack_col_weights(k, weights, out);
   if (pl.algorithm == Algorithm::dot) return pack_dot(pl, uw, uw.taps, out);
   if (x_vector_family(pl.algorithm)) return pack_depthwise_x(pl, uw, kd, out);
   if (pl.algorithm == Algorithm::gemm_x) return pack_gemm_x(pl, uw, out);

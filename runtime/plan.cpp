@@ -514,8 +514,8 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   // NXC-shaped destination: one decision each, made once. col is the default only without any hint: a
   // tile or layout hint keeps the row families, which can honour it.
   if (h.algorithm == "col" || (h.empty() && col_preferred(p))) {
-    // Its col2im sums in C++: f32 only, so no arithmetic on 16-bit data leaves generated code.
-    check_hint(p.dtype == DType::f32, "algorithm col is f32 only");
+    // Its GEMM and its sums of taps are f32 (16-bit data widened exactly): not for sums in halves.
+    check_hint(p.accumulation == DType::f32, "algorithm col needs accumulation f32");
     plan_col(pl, p, isa, h);
   } else {
     Algorithm family = choose_algorithm(p, isa, pl.axes[2], LayoutPath::nxc, h);

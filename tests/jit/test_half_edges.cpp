@@ -58,14 +58,19 @@ class HalfEdges : public ::testing::TestWithParam<EdgeParam> {
   DType dtype() const { return GetParam().dtype; }
 
   // Problems for the main families: direct (NXC and NCX), a few output channels (dot), depthwise along x
-  // and along channels, kernel == stride (gemm), 1-D, 3-D, and a padded one (halo or borders).
+  // and along channels, kernel == stride (gemm), 1-D, 3-D, a padded one (halo or borders), and col.
   // bf16 runs the exact route (ic_pairs 0): vdpbf16ps treats subnormal inputs as zero by design, which
   // PairedBf16TreatsSubnormalInputsAsZero below pins down.
   std::vector<DeconvTester> shapes() const {
     TuningHints exact;
     exact.ic_pairs = 0;
+    TuningHints col;  // the col family: widened GEMM, then generated sums rounding once into the type
+    col.algorithm = "col";
     auto t = [&] { return DeconvTester().isa(GetParam().isa).dtype(dtype()).use_cache(false).hints(exact); };
+    auto c = [&] { return DeconvTester().isa(GetParam().isa).dtype(dtype()).use_cache(false).hints(col); };
     return {
+        c().channels(5, 19).input({3, 4}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NXC),
+        c().channels(5, 19).input({3, 4}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NCX),
         t().channels(5, 19).input({4, 5}).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NXC),
         t().channels(5, 19).input({4, 5}).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NCX),
         t().channels(9, 3).input({4, 5}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}),

@@ -164,6 +164,24 @@ TEST(PlanHeuristic, TinyCroppedInputsTakeNeitherColNorHalo) {
   EXPECT_TRUE(detail::col_preferred(sbl));
 }
 
+// col runs in every type with sums in f32 (its GEMM reads 16-bit data widened); by default only f32
+// data takes it (the row families read 16-bit data at half the bytes), and sums in halves it cannot give.
+TEST(PlanHeuristic, ColByTypeAndAccumulation) {
+  const char* const sbl =
+      R"({"src":[1,2048,8,6],"weights":[2048,256,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1])";
+  auto plan = [&](const std::string& types, const TuningHints& h) {
+    return detail::make_plan(resolve(descriptor_from_json(sbl + types + "}")), Isa::avx512_core, h);
+  };
+  TuningHints col;
+  col.algorithm = "col";
+  EXPECT_EQ(plan("", {}).algorithm, detail::Algorithm::col);
+  for (const char* t : {R"(,"dtype":"f16")", R"(,"dtype":"bf16")"}) {
+    EXPECT_NE(plan(t, {}).algorithm, detail::Algorithm::col) << t;
+    EXPECT_EQ(plan(t, col).algorithm, detail::Algorithm::col) << t;
+  }
+  EXPECT_THROW(plan(R"(,"dtype":"f16","accumulation":"f16")", col), Error);
+}
+
 // Weights past 24 MB: col up to 128 input pixels (sbl_r50_384_deconv1, 12x9 = 108, measured 1.27x), the
 // row families from there on (flownets_deconv4, 12x16 = 192, where col measured 0.93x).
 TEST(PlanHeuristic, ColForBigWeightsOverFewPixels) {
