@@ -61,7 +61,11 @@ bool col_preferred(const Problem& p) {
   // 7-8), bf16 pairs 0.28-0.83 on all 22 (Zen 4, 2 threads; docs/data/col_types_sweep_zen4_2t.txt).
   const bool possible = p.dtype == DType::f32 && p.groups == 1 && taps > 1 &&
                         col_bytes <= (int64_t{64} << 20) && col_useful_share(p) >= 0.5;
-  const bool big_weights = pixels <= 128 && weight_bytes >= (int64_t{24} << 20);
+  // Not over 4+ images of short rows: there the row families block over images, so each weight already
+  // meets ur_w images in registers (16 images: sbl_r50_256_deconv1_b16 col 0.86x, a 3D layer of 2x2x2
+  // pixels 0.60x; docs/data/col_types_sweep_zen4_2t.txt, f32 columns).
+  const bool big_weights = pixels <= 128 && weight_bytes >= (int64_t{24} << 20) &&
+                           !batch_blocking_pays(p.batch, p.out.back(), p.stride.back(), Isa::avx512_core);
   // Output channels that leave vectors half empty (and too many for the dot family), where the taps x
   // channels of col's GEMM fill them, as gemm's folded phases do (keypointrcnn_b8, 17 channels in two
   // vectors: 2.03 -> 1.36 ms on 2 threads, NXC). Only on long reductions: a col element then costs at

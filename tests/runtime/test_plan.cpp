@@ -183,10 +183,12 @@ TEST(PlanHeuristic, ColByTypeAndAccumulation) {
 }
 
 // Weights past 24 MB: col up to 128 input pixels (sbl_r50_384_deconv1, 12x9 = 108, measured 1.27x), the
-// row families from there on (flownets_deconv4, 12x16 = 192, where col measured 0.93x).
+// row families from there on (flownets_deconv4, 12x16 = 192, where col measured 0.93x); and not over 4+
+// images of rows short enough for the row families to block over images (sbl_r50_256_deconv1_b16: 0.86x).
 TEST(PlanHeuristic, ColForBigWeightsOverFewPixels) {
-  auto layer = [](int h, int w, int c_in) {
-    return resolve(descriptor_from_json(R"({"src":[1,)" + std::to_string(c_in) + "," + std::to_string(h) + "," +
+  auto layer = [](int h, int w, int c_in, int batch = 1) {
+    return resolve(descriptor_from_json(R"({"src":[)" + std::to_string(batch) + "," + std::to_string(c_in) + "," +
+                                        std::to_string(h) + "," +
                                         std::to_string(w) +
                                         R"(],"weights":[)" + std::to_string(c_in) +
                                         R"(,256,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1]})"));
@@ -197,6 +199,9 @@ TEST(PlanHeuristic, ColForBigWeightsOverFewPixels) {
   EXPECT_FALSE(detail::col_preferred(layer(12, 16, 1026)));
   EXPECT_FALSE(detail::col_preferred(layer(12, 9, 512)));   // 8 MB of weights
   EXPECT_FALSE(detail::col_preferred(layer(12, 9, 1280)));  // 21 MB: the row families keep them in L3
+  EXPECT_TRUE(detail::col_preferred(layer(8, 6, 2048, 3)));
+  EXPECT_FALSE(detail::col_preferred(layer(8, 6, 2048, 4)));   // 12 outputs per row: blocks over images
+  EXPECT_TRUE(detail::col_preferred(layer(4, 12, 2048, 16)));  // 24 outputs per row: along x
 }
 
 // Output channels that leave vectors empty where col's taps x channels fill them, over 256+ input channels:
