@@ -23,8 +23,10 @@ constexpr int kChunk = 8;  // channel vectors summed at once: eight independent 
 
 class ColSumGenerator : public Generator {
  public:
+  // Code per channel vector: an addition per chunk pass and a store (bf16: rounding and its cold path).
   explicit ColSumGenerator(const Plan& pl)
-      : Generator(4096 + 512 * static_cast<size_t>((pl.dst_channels + pl.lanes - 1) / pl.lanes)), pl_(pl), z_(pl.isa == Isa::avx512_core), lanes_(static_cast<int>(pl.lanes)),
+      : Generator(4096 + 512 * static_cast<size_t>((pl.dst_channels + pl.lanes - 1) / pl.lanes)), pl_(pl),
+        z_(pl.isa == Isa::avx512_core), lanes_(static_cast<int>(pl.lanes)),
         channels_(pl.dst_channels), vectors_((pl.dst_channels + lanes_ - 1) / lanes_),
         tail_(static_cast<int>(pl.dst_channels % lanes_)), elem_(static_cast<int>(pl.elem_bytes())) {}
 

@@ -106,7 +106,8 @@ std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& pl
   const jit::EmittedCode code = jit::emit_col_sum(plan);
   k->code = std::make_unique<jit::CodeBuffer>(code.bytes.data(), code.bytes.size());
   jit_profile_code(k->code->data(), k->code->size(), plan.name + "_sum");
-  k->fns[0].push_back(reinterpret_cast<jit::KernelFn>(reinterpret_cast<uintptr_t>(k->code->data() + code.entries[0][0])));
+  const uintptr_t entry = reinterpret_cast<uintptr_t>(k->code->data() + code.entries[0][0]);
+  k->fns[0].push_back(reinterpret_cast<jit::KernelFn>(entry));
   for (int64_t o = 0; o < plan.axes[0].out; ++o) k->schedule.z.push_back(axis_taps(plan.axes[0], o));
   for (int64_t o = 0; o < plan.axes[1].out; ++o) k->schedule.y.push_back(axis_taps(plan.axes[1], o));
   for (int64_t o = 0; o < plan.axes[2].out; ++o) k->x_taps.push_back(axis_taps(plan.axes[2], o));
