@@ -90,6 +90,20 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   pl.ic_tail_lanes = static_cast<int>(pl.ic_per_group % per_vector);
 }
 
+// f16 on AVX2 with broadcasts from the source, each element converted (vpbroadcastw + vcvtph2ps, or the
+// slot's widening store and reloads): a block of four vectors feeds each converted element to four FMAs
+// instead of two, in 2 pixels (8 accumulators, 4 weights and a broadcast fill the 16 registers). Not where
+// the source is widened once instead (widen_src_pays: 1024+ FLOPs per element; its broadcasts are plain
+// f32), nor past whole blocks of four. Zen 4, 2 threads, NXC, 2x4 against 6x2, in one process: 1.11-1.22x
+// on all 10 such suite and holdout layers (linknet_final and hifigan_up4 1.15x, resnet50_bwd_l2down_b16
+// 1.22x; docs/data/f16_avx2_wide_block_zen4_2t.txt); 0.97 at 40 channels (5 vectors); 0.77-0.93 where the
+// source is widened.
+bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
+  const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
+  return pl.isa == Isa::avx2 && pl.dtype == DType::f16 && pl.algorithm == Algorithm::direct && n_vec % 4 == 0 &&
+         h.widen_src != 1 && 2 * pl.oc_per_group * taps < 1024;
+}
+
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   const bool z = pl.isa == Isa::avx512_core;
   int nv = z ? 4 : 2;
@@ -103,6 +117,7 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   // 15.4 -> 14.3, fcn8s_upscore2 0.040 -> 0.038. (The direct and depthwise families measured mixed to
   // worse: hifigan_up4 2.2 -> 2.7, dla_up_dw256 0.028 -> 0.043.)
   if (!z && pl.algorithm == Algorithm::gemm && n_vec >= 3) nv = 3;
+  if (f16_avx2_wide_block(pl, h, n_vec)) nv = 4;
   if (h.oc_vectors) nv = h.oc_vectors;
   check_hint(nv >= 1 && max_ur_w(pl.isa, nv) >= 1, "oc_vectors " + std::to_string(nv) +
                                                         " does not fit the register file");

@@ -1078,6 +1078,16 @@ TEST_P(KernelCases, ColumnGemm) {
   EXPECT_THROW(compile(T().groups(2).channels(4, 4).input({2, 2}).kernel({2, 2}).descriptor(), o), Error);
 }
 
+// Output channels in whole blocks of four vectors over short reductions: on AVX2 f16 the default block is
+// 2 pixels x 4 vectors (PlanHeuristic.F16OnAvx2TakesFourVectorBlocks), with the pixel's widened channels
+// in stack slots; both layouts, a row that is not a whole number of blocks, an odd channel count in.
+TEST_P(KernelCases, FourVectorBlocks) {
+  for (DataFormat f : kFormats) {
+    T().channels(13, 32).input({3, 7}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(f).Test();
+    T().rank(1).batch(2).channels(16, 64).input({9}).kernel({4}).stride({2}).pads({1}, {1}).layout(f).Test();
+  }
+}
+
 TEST_P(KernelCases, ChannelMultiplier) {
   for (int64_t g : {4, 8, 13})
     for (DataFormat f : kFormats)

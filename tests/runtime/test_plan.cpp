@@ -257,6 +257,26 @@ TEST(PlanHeuristic, Avx2TakesThreeVectorsForOddMultiplesOfThree) {
   EXPECT_EQ(plan_for(layer(64), Isa::avx512_core).oc_vectors, 4);
 }
 
+// f16 on AVX2, broadcasting converted source elements: blocks of four vectors (2 pixels) where the channels
+// fill whole blocks of four and the source is not widened once instead (1024+ FLOPs per element).
+TEST(PlanHeuristic, F16OnAvx2TakesFourVectorBlocks) {
+  auto layer = [](int64_t c_in, int64_t c_out, DType t, int64_t ky = 3) {
+    return DeconvTester().dtype(t).layout(DataFormat::NXC).channels(c_in, c_out).input({6, 40}).kernel({ky, 3})
+        .stride({2, 2}).pads({1, 1}, {1, 1});
+  };
+  const Plan wide = plan_for(layer(64, 32, DType::f16), Isa::avx2);  // 2 x 32 x 9 = 576 FLOPs per element
+  EXPECT_EQ(wide.oc_vectors, 4);
+  EXPECT_EQ(wide.ur_w, 2);
+  EXPECT_EQ(plan_for(layer(64, 64, DType::f16, 2), Isa::avx2).oc_vectors, 4);  // 768 FLOPs
+  EXPECT_EQ(plan_for(layer(64, 40, DType::f16), Isa::avx2).oc_vectors, 2);     // 5 vectors
+  const Plan widened = plan_for(layer(64, 64, DType::f16), Isa::avx2);          // 1152 FLOPs: widen_src
+  EXPECT_EQ(widened.oc_vectors, 2);
+  EXPECT_TRUE(widened.widen_src);
+  EXPECT_EQ(plan_for(layer(64, 32, DType::f32), Isa::avx2).oc_vectors, 2);
+  EXPECT_EQ(plan_for(layer(64, 32, DType::bf16), Isa::avx2).oc_vectors, 2);
+  EXPECT_EQ(plan_for(layer(64, 32, DType::f16), Isa::avx512_core).oc_vectors, 2);
+}
+
 TEST(PlanHints, HonouredOrRejected) {
   std::mt19937 rng(99);
   int accepted = 0, rejected = 0;
