@@ -94,10 +94,10 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
 // slot's widening store and reloads): a block of four vectors feeds each converted element to four FMAs
 // instead of two, in 2 pixels (8 accumulators, 4 weights and a broadcast fill the 16 registers). Not where
 // the source is widened once instead (widen_src_pays: 1024+ FLOPs per element; its broadcasts are plain
-// f32), nor past whole blocks of four. Zen 4, 2 threads, NXC, 2x4 against 6x2, in one process: 1.11-1.22x
-// on all 10 such suite and holdout layers (linknet_final and hifigan_up4 1.15x, resnet50_bwd_l2down_b16
-// 1.22x; docs/data/f16_avx2_wide_block_zen4_2t.txt); 0.97 at 40 channels (5 vectors); 0.77-0.93 where the
-// source is widened.
+// f32), nor past whole blocks of four. Zen 4, 2 threads, in one process, 2x4 against 6x2: 1.11-1.22x on
+// all 10 such NXC suite and holdout layers (linknet_final and hifigan_up4 1.15x), 0.97 at 40 channels (5
+// vectors), 0.77-0.93 where the source is widened; over the 38 layer x layout rows the rule changes (NCX
+// through the row buffer too) 1.07-1.38x on 37, 0.96 on one of 85 us (docs/data/f16_avx2_wide_block_zen4_2t.txt).
 bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
   const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
   return pl.isa == Isa::avx2 && pl.dtype == DType::f16 && pl.algorithm == Algorithm::direct && n_vec % 4 == 0 &&

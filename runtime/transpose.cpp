@@ -124,8 +124,8 @@ __attribute__((target("f16c"))) float widen1(uint16_t h, bool f16) {
 
 }  // namespace
 
-// widen8 inlined (the same target): a call per 8 elements cost a 16-bit col layer's 1.7 MB source copy
-// about as much as its sums of taps (AVX2, 2 threads).
+// widen8 inlined (the same target): with a call per 8 elements, the widened copy of an f16 col layer's
+// 1.7 MB source took a tenth of its time (a 512 -> 12 layer on AVX2, 1 thread: 1.02 -> 0.90 ms).
 __attribute__((target("avx2,f16c"))) void widen(const uint16_t* in, float* out, int64_t n, DType type) {
   const bool f16 = type == DType::f16;
   int64_t i = 0;
