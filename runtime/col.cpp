@@ -55,11 +55,8 @@ bool col_preferred(const Problem& p) {
   const int64_t pixels = product(p.in), taps = product(p.kernel);
   const int64_t weight_bytes = p.c_in * p.c_out / p.groups * taps * 4;
   const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
-  // 16-bit data only when asked for (a hint, or the tuner): against the row families, which read half the
-  // source bytes (and bf16 pairs at twice the rate), col's widened source and f32 GEMM measured geomean
-  // 0.95-0.99 over the 22 layers where f32 takes it (f16, and bf16 on AVX2; 1.2-1.4x on 5, 0.42-0.92 on
-  // 7-8), bf16 pairs 0.28-0.83 on all 22 (Zen 4, 2 threads; docs/data/col_types_sweep_zen4_2t.txt).
-  const bool possible = p.dtype == DType::f32 && p.groups == 1 && taps > 1 &&
+  // Sums in halves it cannot give (its GEMM and sums are f32).
+  const bool possible = p.accumulation == DType::f32 && p.groups == 1 && taps > 1 &&
                         col_bytes <= (int64_t{64} << 20) && col_useful_share(p) >= 0.5;
   // Not over 4+ images of short rows: there the row families block over images, so each weight already
   // meets ur_w images in registers (16 images: sbl_r50_256_deconv1_b16 col 0.86x, a 3D layer of 2x2x2
@@ -78,7 +75,14 @@ bool col_preferred(const Problem& p) {
   // (col_preferred is planned before the ISA matters, so lanes are counted as AVX-512's 16.)
   const int64_t oc = p.c_out;
   const double better = p.data_format == DataFormat::NXC ? 1.2 : 1.5;
-  const bool fills_lanes = oc > 4 && p.c_in >= 256 && lane_use(taps * oc, 16) >= better * lane_use(oc, 16);
+  // f32 only: for 16-bit data col widens sources of hundreds to thousands of pixels here, which the row
+  // families read at half the bytes (on the 9 such layers where f32 takes col, 16-bit col geomean 0.80-0.96,
+  // 5-6 of them below 0.97; docs/data/col_types_sweep_zen4_2t.txt). Big weights come with at most 128
+  // pixels, whose widened copy is small: there 16-bit col wins as f32's does (11 layers: f16 geomean 1.08
+  // NXC and 1.06 NCX, gan3d_g1 0.91 the one below 0.97; AVX2 f16 1.16, none below 1.03; AVX2 bf16 1.05-1.07);
+  // make_plan leaves bf16 channel pairs out (col 0.28-0.65x of them there).
+  const bool fills_lanes = p.dtype == DType::f32 && oc > 4 && p.c_in >= 256 &&
+                           lane_use(taps * oc, 16) >= better * lane_use(oc, 16);
   return possible && (big_weights || fills_lanes);
 }
 

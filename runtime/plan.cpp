@@ -528,7 +528,9 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   // The family first (it decides how NCX data flows), then the layout, then gemm, which needs an
   // NXC-shaped destination: one decision each, made once. col is the default only without any hint: a
   // tile or layout hint keeps the row families, which can honour it.
-  if (h.algorithm == "col" || (h.empty() && col_preferred(p))) {
+  // bf16 channel pairs reduce at twice the rate of col's f32 GEMM (col_preferred).
+  const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
+  if (h.algorithm == "col" || (h.empty() && col_preferred(p) && !pairs)) {
     // Its GEMM and its sums of taps are f32 (16-bit data widened exactly): not for sums in halves.
     check_hint(p.accumulation == DType::f32, "algorithm col needs accumulation f32");
     plan_col(pl, p, isa, h);

@@ -164,22 +164,33 @@ TEST(PlanHeuristic, TinyCroppedInputsTakeNeitherColNorHalo) {
   EXPECT_TRUE(detail::col_preferred(sbl));
 }
 
-// col runs in every type with sums in f32 (its GEMM reads 16-bit data widened); by default only f32
-// data takes it (the row families read 16-bit data at half the bytes), and sums in halves it cannot give.
+// col runs in every type with sums in f32 (its GEMM reads 16-bit data widened). By default for big weights
+// over few pixels in every type but bf16 where channel pairs run; for lanes filled by taps x channels in f32
+// only (16-bit sources of many pixels are cheaper to read in the row families); never for sums in halves.
 TEST(PlanHeuristic, ColByTypeAndAccumulation) {
   const char* const sbl =
       R"({"src":[1,2048,8,6],"weights":[2048,256,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1])";
-  auto plan = [&](const std::string& types, const TuningHints& h) {
-    return detail::make_plan(resolve(descriptor_from_json(sbl + types + "}")), Isa::avx512_core, h);
+  const char* const lanes =  // keypointrcnn_b8: 17 outputs, 17 x 16 taps fill lanes (NXC)
+      R"({"src":[8,14,14,512],"weights":[512,17,4,4],"strides":[2,2],"pads_begin":[1,1],"pads_end":[1,1],"data_format":"NXC")";
+  auto plan = [](const char* layer, const std::string& types, const TuningHints& h, Isa isa = Isa::avx512_core) {
+    return detail::make_plan(resolve(descriptor_from_json(layer + types + "}")), isa, h);
   };
   TuningHints col;
   col.algorithm = "col";
-  EXPECT_EQ(plan("", {}).algorithm, detail::Algorithm::col);
+  const auto is_col = [](const Plan& pl) { return pl.algorithm == detail::Algorithm::col; };
+  EXPECT_TRUE(is_col(plan(sbl, "", {})));
+  EXPECT_TRUE(is_col(plan(sbl, R"(,"dtype":"f16")", {})));
+  EXPECT_TRUE(is_col(plan(sbl, R"(,"dtype":"f16")", {}, Isa::avx2)));
+  EXPECT_TRUE(is_col(plan(sbl, R"(,"dtype":"bf16")", {}, Isa::avx2)));
+  EXPECT_EQ(is_col(plan(sbl, R"(,"dtype":"bf16")", {})), !detail::cpu_has_avx512_bf16());  // pairs
+  EXPECT_TRUE(is_col(plan(lanes, "", {})));
   for (const char* t : {R"(,"dtype":"f16")", R"(,"dtype":"bf16")"}) {
-    EXPECT_NE(plan(t, {}).algorithm, detail::Algorithm::col) << t;
-    EXPECT_EQ(plan(t, col).algorithm, detail::Algorithm::col) << t;
+    EXPECT_FALSE(is_col(plan(lanes, t, {}))) << t;
+    EXPECT_TRUE(is_col(plan(lanes, t, col))) << t;
+    EXPECT_TRUE(is_col(plan(sbl, t, col))) << t;
   }
-  EXPECT_THROW(plan(R"(,"dtype":"f16","accumulation":"f16")", col), Error);
+  EXPECT_FALSE(is_col(plan(sbl, R"(,"dtype":"f16","accumulation":"f16")", {})));
+  EXPECT_THROW(plan(sbl, R"(,"dtype":"f16","accumulation":"f16")", col), Error);
 }
 
 // Weights past 24 MB: col up to 128 input pixels (sbl_r50_384_deconv1, 12x9 = 108, measured 1.27x), the
