@@ -391,16 +391,10 @@ void run_col(const CompiledKernel& k, const T* src, const float* packed, T* dst)
   std::optional<ScratchPool::Lease> src_f32, dst_nxc;
   const float* from = nullptr;
   if constexpr (std::is_same_v<T, float>) from = src;
-  if (ncx || !from) {
-    src_f32.emplace(pool.take(static_cast<size_t>(p.src_elements())));  // NOLINT: moved in
-    float* to = src_f32->get();
-    if (ncx)
-      transpose(src, to, p.batch, p.c_in, pixels, pl.parallel, HaloMap{pixels, 0, 0}, p.dtype);
-    else
-      for_rows(ceil_div(p.src_elements(), 16384), pl.parallel, [&](int64_t t) {
-        move_run(src + t * 16384, to + t * 16384, std::min<int64_t>(16384, p.src_elements() - t * 16384), p.dtype);
-      });
-    from = to;
+  if (ncx || !from) {  // the row families' source copy (col plans no halo): NXC, widened to f32
+    src_f32.emplace(pool.take(prepared_src_floats(k)));  // NOLINT: moved in
+    prepare_src(k, src, src_f32->get());
+    from = src_f32->get();
   }
   ScratchPool::Lease col = pool.take(static_cast<size_t>(size_product({p.batch, pixels, taps, co_n})));
   execute_kernel(*k.inner.impl(), from, packed, col.get());

@@ -21,8 +21,12 @@ constexpr const char* kIcPairsNeeds =
     "ic_pairs needs bf16 data, the direct, gemm, dot, col_x or gemm_x family, AVX-512, a CPU with "
     "avx512_bf16 and input channels adjacent (not layout src_in_place)";
 
+bool avx512_bf16_usable(DType t, Isa isa) {
+  return t == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
+}
+
 void choose_ic_pairs(Plan& pl, const TuningHints& h) {
-  const bool possible = pl.dtype == DType::bf16 && pl.isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
+  const bool possible = avx512_bf16_usable(pl.dtype, pl.isa) &&
                         (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                          pl.algorithm == Algorithm::dot || pl.algorithm == Algorithm::col_x ||
                          pl.algorithm == Algorithm::gemm_x) &&
@@ -101,7 +105,7 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
 bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
   const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
   return pl.isa == Isa::avx2 && pl.dtype == DType::f16 && pl.algorithm == Algorithm::direct && n_vec % 4 == 0 &&
-         h.widen_src != 1 && 2 * pl.oc_per_group * taps < 1024;
+         h.widen_src != 1 && !widening_repays_on_avx2(pl.oc_per_group, taps);
 }
 
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
@@ -529,8 +533,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
   // NXC-shaped destination: one decision each, made once. col is the default only without any hint: a
   // tile or layout hint keeps the row families, which can honour it.
   // bf16 channel pairs reduce at twice the rate of col's f32 GEMM (col_preferred).
-  const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
-  if (h.algorithm == "col" || (h.empty() && col_preferred(p) && !pairs)) {
+  if (h.algorithm == "col" || (h.empty() && col_preferred(p) && !avx512_bf16_usable(p.dtype, isa))) {
     // Its GEMM and its sums of taps are f32 (16-bit data widened exactly): not for sums in halves.
     check_hint(p.accumulation == DType::f32, "algorithm col needs accumulation f32");
     plan_col(pl, p, isa, h);
@@ -554,7 +557,7 @@ Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }
-  pl.bf16_vcvt = pl.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
+  pl.bf16_vcvt = avx512_bf16_usable(pl.dtype, isa);
   pl.name = make_name(pl, p);
   pl.choices = plan_choices(pl);
   return pl;

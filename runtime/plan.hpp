@@ -231,6 +231,12 @@ void choose_halo(Plan& pl, const TuningHints& h);
 bool widen_src_possible(const Plan& pl);
 void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h);
 bool widen_src_pays(const Plan& pl, const Problem& p);
+// AVX2 f16: whether each source element feeds enough FLOPs (2 x C_OUT/G x taps) for a widened copy to repay
+// its bytes; widen_src_pays and the f16 AVX2 block rule (choose_tile) read the same bound.
+bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps);
+// bf16 data on AVX-512 with the avx512_bf16 instructions (vdpbf16ps channel pairs, vcvtneps2bf16); each
+// family decides whether it reduces in pairs (Plan::ic_pairs).
+bool avx512_bf16_usable(DType t, Isa isa);
 // Bands of the NCX source transposed per task (Plan::band_rows): where the plan allows them, the band
 // height by the hint or default_band_rows (0: the whole-source copy).
 bool band_possible(const Plan& pl);

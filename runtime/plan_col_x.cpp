@@ -11,7 +11,6 @@
 // wider than the stride share one input load.
 #include <algorithm>
 
-#include "runtime/cpu.hpp"
 #include "runtime/int_math.hpp"
 #include "runtime/plan.hpp"
 
@@ -163,7 +162,7 @@ namespace deconvjit::detail {
 // densepose_ann_index_b8 0.95x; hdemucs_freq_dec0 1.2x is the exception left out).
 bool col_x_preferred(const Problem& p, Isa isa) {
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
-  const bool pairs = p.dtype == DType::bf16 && cpu_has_avx512_bf16();
+  const bool pairs = avx512_bf16_usable(p.dtype, isa);
   const bool empty_lanes =
       !pairs && p.c_out <= 32 && lane_use(p.c_out, 16) <= 0.8 && lane_use(p.in.back(), 16) >= 0.85;
   if (p.c_in < 8 || (p.c_out > 16 && !empty_lanes)) return false;

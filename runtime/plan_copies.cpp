@@ -44,8 +44,10 @@ bool widen_src_pays(const Plan& pl, const Problem& p) {
   if (pl.dtype != DType::f16 || pl.algorithm == Algorithm::depthwise) return false;
   if (pl.isa == Isa::avx512_core) return pl.ic_per_group <= 3;
   const int64_t taps = std::accumulate(p.kernel.begin(), p.kernel.end(), int64_t{1}, std::multiplies<>());
-  return pl.oc_vectors <= 2 && 2 * p.c_out_per_group() * taps >= 1024;
+  return pl.oc_vectors <= 2 && widening_repays_on_avx2(p.c_out_per_group(), taps);
 }
+
+bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps) { return 2 * oc_per_group * taps >= 1024; }
 
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =

@@ -97,7 +97,7 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
     per_output *= ceil_div(p.kernel[i], p.stride[i]);
   }
   const int64_t x_taps = ceil_div(p.kernel.back(), p.stride.back());
-  const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16();
+  const bool pairs = avx512_bf16_usable(p.dtype, isa);
   return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || p.stride.back() == 1) &&
          (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
          !(gemm_x_preferred(p) && gemm_x_applies(p, isa));

@@ -23,8 +23,7 @@ bool gemm_applies(const Problem& p, const Axis& x) {
 // 12 -> 3 1.20x, 12 -> 4 1.50x, holdout layers 8 -> 3 and 12 -> 3 1.03-1.70x; at 2 outputs 1.29x but
 // 0.44x; 12 -> 1 0.68x, 16 -> 3 0.86x, 24 -> 3 0.75x; docs/data/dot_direct_bf16_zen4_2t.jsonl).
 bool direct_pairs_pay(const Problem& p, Isa isa, const TuningHints& h) {
-  const bool pairs = p.dtype == DType::bf16 && isa == Isa::avx512_core && cpu_has_avx512_bf16() &&
-                     h.ic_pairs != 0 && h.widen_src != 1;
+  const bool pairs = avx512_bf16_usable(p.dtype, isa) && h.ic_pairs != 0 && h.widen_src != 1;
   return pairs && p.c_in_per_group() <= 12 && p.c_out_per_group() >= 3;
 }
 
@@ -194,7 +193,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // fcn32s_nyud_upscore, stride 32, 1.87x).
   // So too where gemm_x applies but its rows of one vector would leave an eighth or more of its lanes empty
   // (gemm_x_lanes_wasted), bf16 pairs aside (gemm_x_preferred).
-  const bool pairs = p.dtype == DType::bf16 && cpu_has_avx512_bf16();
+  const bool pairs = avx512_bf16_usable(p.dtype, isa);
   if (by_default && family == Algorithm::gemm &&
       (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32 ||
        (!pairs && gemm_x_applies(p, isa) && gemm_x_lanes_wasted(p))))
