@@ -160,12 +160,19 @@ namespace deconvjit::detail {
 // fast as col_x does, so above 4 output channels col_x wins only where they leave a quarter of their lanes
 // empty (ov_spec_ex1, 10 channels, 1.45x) and loses at 15-16 (squeezeseg_fdeconv13_b8 0.66x,
 // densepose_ann_index_b8 0.95x; hdemucs_freq_dec0 1.2x is the exception left out).
+// col_x's vectors run along input x. Every layer above had rows filling 85%+ of them; where the output
+// channels fill 3/4+ of a vector (12-16 channels) and the rows fill no more of theirs, the row families'
+// vectors are the fuller ones: they won 1.04-2.0x on 9 of the 10 layers this changes, drawn for it or in
+// the holdout sets (rows of 10-52 pixels; holdout seed 53's ho32, 16 channels over rows of 18, 0.76 ->
+// 0.38 ms; one 0.96), f16 alike, docs/data/colx_short_rows_zen4_2t.txt. Below 3/4 both won (8-10
+// channels over rows of 6-18: col_x 1.2x and 1.6x, the row families 1.1x), so col_x stays there.
 bool col_x_preferred(const Problem& p, Isa isa) {
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
-  const bool empty_lanes =
-      !pairs && p.c_out <= 32 && lane_use(p.c_out, 16) <= 0.8 && lane_use(p.in.back(), 16) >= 0.85;
+  const double rows = lane_use(p.in.back(), 16), channels = lane_use(p.c_out, 16);
+  const bool empty_lanes = !pairs && p.c_out <= 32 && channels <= 0.8 && rows >= 0.85;
   if (p.c_in < 8 || (p.c_out > 16 && !empty_lanes)) return false;
+  if (channels >= 0.75 && rows < 0.85 && rows <= channels) return false;  // (see above)
   if (!col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
   return !pairs || p.c_out <= kDotMaxOc || lane_use(p.c_out, 16) <= 0.75;
 }

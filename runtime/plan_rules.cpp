@@ -22,7 +22,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "instead of dot for rows of 64+ pixels and kernels of at most 16 taps (dot_x_preferred; on CPUs "
        "with avx512_bf16, bf16 only below 16 products per source element), "
        "depthwise_x also for G=1 with one channel each way (one_channel_native); col_x on AVX-512 for at "
-       "most 16 output channels (17-25 where input rows fill 85%+ of their vectors) from 8+ input channels "
+       "most 16 output channels (17-25 where input rows fill 85%+ of their vectors; 12-16 only where the rows "
+       "fill 85%+ or more of theirs than the channels do) from 8+ input channels "
        "where gemm_x is not preferred (col_x_preferred; "
        "not bf16 on CPUs with avx512_bf16). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},

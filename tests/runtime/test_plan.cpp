@@ -454,7 +454,8 @@ TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
 // col_x by default on AVX-512 NCX: up to 16 output channels from 8+ input channels, except where gemm_x
 // reads NCX in place (K == s), a 1->1 layer (depthwise_x); 17-25 output channels (two vectors a fifth or
 // more empty) where input rows fill 85%+ of their vectors; not from 26 (f32 and f16; bf16 pairs have
-// their own rule).
+// their own rule). 12-16 channels (3/4+ of a vector) only over rows that fill 85%+ of their vectors or
+// more of them than the channels fill of theirs.
 TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
   auto alg = [](const DeconvTester& t) { return plan_for(t, Isa::avx512_core).algorithm; };
   const DeconvTester base = DeconvTester().input({6, 64}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
@@ -464,6 +465,12 @@ TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
   EXPECT_EQ(alg(DeconvTester(base).channels(64, 25).dtype(DType::f16)), Algorithm::col_x);
   EXPECT_NE(alg(DeconvTester(base).channels(64, 26)), Algorithm::col_x);
   EXPECT_NE(alg(DeconvTester(base).channels(64, 17).input({6, 34})), Algorithm::col_x);  // rows 71% full
+  EXPECT_NE(alg(DeconvTester(base).channels(24, 16).input({6, 18})), Algorithm::col_x);  // 56% against 100%
+  EXPECT_NE(alg(DeconvTester(base).channels(24, 16).input({6, 52})), Algorithm::col_x);  // 81% against 100%
+  EXPECT_NE(alg(DeconvTester(base).channels(24, 12).input({6, 24})), Algorithm::col_x);  // 75% against 75%
+  EXPECT_EQ(alg(DeconvTester(base).channels(24, 12).input({6, 26})), Algorithm::col_x);  // 81% against 75%
+  EXPECT_EQ(alg(DeconvTester(base).channels(24, 16).input({6, 56})), Algorithm::col_x);  // 88%
+  EXPECT_EQ(alg(DeconvTester(base).channels(24, 10).input({6, 18})), Algorithm::col_x);  // channels 62%
   EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);
   EXPECT_NE(alg(DeconvTester(base).channels(20, 10).layout(DataFormat::NXC)), Algorithm::col_x);
   EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).kernel({2, 2}).pads({0, 0}, {0, 0})), Algorithm::gemm_x);
