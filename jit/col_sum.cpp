@@ -114,8 +114,8 @@ class ColSumGenerator : public Generator {
   void store(int v, int64_t j) {
     const Address a = ptr[r_dst + j * lanes_ * elem_];
     if (io16()) {
-      if (partial(j)) return store_io_lanes(a, vec(v), 0, tail_, k1, t1(), t2());
-      return store_io(a, vec(v), t1(), t2());
+      if (partial(j)) return store_io_lanes(a, vec(v), 0, tail_, k1, t1());
+      return store_io(a, vec(v), t1());
     }
     if (!partial(j)) return void(vmovups(a, vec(v)));
     if (z_) return void(vmovups(a | k1, Zmm(v)));

@@ -403,7 +403,7 @@ void ColXGenerator::emit_output(int64_t t) {
         if (!whole) set_mask(k7, bits);
         const int lo = __builtin_ctz(bits), hi = 32 - __builtin_clz(bits);
         if (io16())
-          whole ? store_io(a, out, perm, temp(2)) : store_io_lanes(a, out, lo, hi, k7, perm, temp(2));
+          whole ? store_io(a, out, perm) : store_io_lanes(a, out, lo, hi, k7, perm);
         else
           whole ? vmovups(a, out) : vmovups(a | k7, out);
       }

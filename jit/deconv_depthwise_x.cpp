@@ -345,9 +345,9 @@ void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {
       const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * eb()];
       if (io16()) {
         if (full)
-          store_io(a, acc(c, u), temp(0), temp(1));
+          store_io(a, acc(c, u), temp(0));
         else
-          store_io_lanes(a, acc(c, u), l.lo, l.hi, k1, temp(0), temp(1));
+          store_io_lanes(a, acc(c, u), l.lo, l.hi, k1, temp(0));
       } else if (full && nt)
         vmovntps(a, acc(c, u));
       else if (full)

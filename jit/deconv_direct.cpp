@@ -323,9 +323,9 @@ class DirectGenerator : public RowKernelGenerator {
 
   // The store of emit_even_odd_step's accumulators: both rounded to bf16, interleaved into 2 * lanes
   // channels (AVX-512 may store non-temporally; 16-bit data on AVX2 never does, nt_stores_possible), by
-  // vcvtne2ps2bf16 and one vpermw where the CPU has them.
+  // vcvtne2ps2bf16 and one vpermw where the CPU has them, on AVX2 by narrow_bf16_interleave.
   void emit_even_odd_store(bool nt) {
-    const Xmm t1 = wvec(0), t2 = bvec(0), t3 = wvec(1);  // t3: AVX2's NaN mask
+    const Xmm t1 = wvec(0), t2 = bvec(0);
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int m = 0; m < nv() / 2; ++m) {
@@ -337,19 +337,18 @@ class DirectGenerator : public RowKernelGenerator {
           nt ? vmovntdq(a, out) : vmovdqu32(a, out);
           continue;
         }
-        narrow_io(acc(p, 2 * m), t1, t3, false);
-        narrow_io(acc(p, 2 * m + 1), t2, t3, false);
-        vpslld(t2, t2, 16);
-        if (zmm()) {
-          vpord(Zmm(t1.getIdx()), Zmm(t1.getIdx()), Zmm(t2.getIdx()));
-          if (nt)
-            vmovntdq(a, Zmm(t1.getIdx()));
-          else
-            vmovdqu32(a, Zmm(t1.getIdx()));
-        } else {
-          vpor(Ymm(t1.getIdx()), Ymm(t1.getIdx()), Ymm(t2.getIdx()));
+        if (!zmm()) {
+          narrow_bf16_interleave(Ymm(acc(p, 2 * m).getIdx()), Ymm(acc(p, 2 * m + 1).getIdx()), Ymm(t1.getIdx()),
+                                 Ymm(t2.getIdx()));
           vmovdqu(a, Ymm(t1.getIdx()));
+          continue;
         }
+        // AVX-512 without vcvtneps2bf16: integer rounding of both, the odd words shifted into place.
+        narrow_io(acc(p, 2 * m), t1, false);
+        narrow_io(acc(p, 2 * m + 1), t2, false);
+        vpslld(t2, t2, 16);
+        vpord(Zmm(t1.getIdx()), Zmm(t1.getIdx()), Zmm(t2.getIdx()));
+        nt ? vmovntdq(a, Zmm(t1.getIdx())) : vmovdqu32(a, Zmm(t1.getIdx()));
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
@@ -397,11 +396,11 @@ class DirectGenerator : public RowKernelGenerator {
       for (int v = 0; v < nv(); ++v) {
         const Address a = ptr[r_sx + v * pl_.lanes * eb()];
         if (bk_->mask_lanes && v == nv() - 1)
-          store_io_lanes(a, acc(p, v), 0, bk_->mask_lanes, k1, t1, t2);
+          store_io_lanes(a, acc(p, v), 0, bk_->mask_lanes, k1, t1);
         else if (nt)
           store_io_nt(a, acc(p, v), t1, t2);
         else
-          store_io(a, acc(p, v), t1, t2);
+          store_io(a, acc(p, v), t1);
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }

@@ -186,7 +186,7 @@ class DotGenerator : public RowKernelGenerator {
         horizontal_sum(acc(p, o).getIdx(), xvec().getIdx());
         const Address a = ptr[r_sx + o * pl_.dst_c * eb()];
         if (io16())
-          store_io_lanes(a, acc(p, o), 0, 1, k5, xvec(), wvec(0));
+          store_io_lanes(a, acc(p, o), 0, 1, k5, xvec());
         else
           vmovss(a, Xmm(acc(p, o).getIdx()));
       }
@@ -200,7 +200,7 @@ class DotGenerator : public RowKernelGenerator {
       const Xmm first(acc(p, 0).getIdx());
       for (int o = 0; o < n_oc(); ++o) horizontal_sum(acc(p, o).getIdx(), xvec().getIdx());
       for (int o = 1; o < n_oc(); ++o) vinsertps(first, first, Xmm(acc(p, o).getIdx()), static_cast<uint8_t>(o << 4));
-      store_io_lanes(ptr[r_sx], acc(p, 0), 0, n_oc(), k5, xvec(), wvec(0));
+      store_io_lanes(ptr[r_sx], acc(p, 0), 0, n_oc(), k5, xvec());
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
     }
   }

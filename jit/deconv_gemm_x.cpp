@@ -291,11 +291,11 @@ void GemmXGenerator::emit_half_store(const Address& a, int first, int end) { emi
 // broadcast registers (free by now) as scratch.
 void GemmXGenerator::emit_lanes_store(const Address& a, const Zmm& from, int first, int end) {
   const bool whole = first == 0 && end == pl_.lanes;
-  if (whole) return io16() ? store_io(a, from, bvec(0), bvec(1)) : vmovups(a, from);
+  if (whole) return io16() ? store_io(a, from, bvec(0)) : vmovups(a, from);
   mov(r_tmp.cvt32(), ((1u << end) - 1) & ~((1u << first) - 1));
   kmovw(k2, r_tmp.cvt32());
   if (io16())
-    store_io_lanes(a, from, first, end, k2, bvec(0), bvec(1));
+    store_io_lanes(a, from, first, end, k2, bvec(0));
   else
     vmovups(a | k2, from);
 }

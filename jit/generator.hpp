@@ -111,21 +111,25 @@ class Generator : public Xbyak::CodeGenerator {
   // even one is a 16-bit left shift). The mask comes from the io table.
   void bf16_odd(const Xbyak::Xmm& dst, const Xbyak::Xmm& src);
   // Stores f32 register v rounded to nearest even (bf16 by integer rounding: vcvtneps2bf16 flushes
-  // subnormals; except after set_io's `paired`). Clobbers v, t1 and t2 (AVX-512: t1 and k6).
-  void store_io(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+  // subnormals; except after set_io's `paired`). Clobbers t1 (AVX-512: and k6).
+  void store_io(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1);
   // store_io by a non-temporal store (AVX-512: 16 lanes, 32 bytes, to a 32-byte-aligned address).
   void store_io_nt(const Xbyak::Address& a, const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
   void store_io_lanes(const Xbyak::Address& a, const Xbyak::Xmm& v, int lo, int hi, const Xbyak::Opmask& k,
-                      const Xbyak::Xmm& t1, const Xbyak::Xmm& t2);
+                      const Xbyak::Xmm& t1);
   void emit_io_table();
   // Leaves the words of v rounded to the data type in the low half of t1 (AVX-512: all 16 lanes as
   // dwords of t1, for vpmovdw; AVX2 bf16 without `pack`: as dwords too, each word in its low half).
-  // AVX2 bf16 clobbers v and t2.
-  void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, const Xbyak::Xmm& t2, bool pack = true);
+  // Leaves v as it is (AVX-512 bf16 uses k6).
+  void narrow_io(const Xbyak::Xmm& v, const Xbyak::Xmm& t1, bool pack = true);
   // bf16_ne(): the 2 x 16 lanes of `even` and `odd` rounded to bf16 and interleaved (even, odd, even, ...)
   // into the 32 words of t1; clobbers t2, k5 and k6.
   void narrow_bf16_pair(const Xbyak::Zmm& even, const Xbyak::Zmm& odd, const Xbyak::Zmm& t1,
                         const Xbyak::Zmm& t2);
+  // AVX2 bf16: the 8 lanes of `even` and `odd` rounded to nearest even into the dwords of t1, even's word
+  // low and odd's high; clobbers t2.
+  void narrow_bf16_interleave(const Xbyak::Ymm& even, const Xbyak::Ymm& odd, const Xbyak::Ymm& t1,
+                              const Xbyak::Ymm& t2);
 
  private:
   void widen_io(const Xbyak::Xmm& v);  // the words in v's low half to f32 lanes
