@@ -82,20 +82,66 @@ class DotGenerator : public RowKernelGenerator {
           vdpbf16ps(Zmm(acc(p, o).getIdx()), Zmm(wvec(o).getIdx()), Zmm(xvec().getIdx()));
         continue;
       }
-      if (io16()) {
-        if (tail)
-          load_io_lanes(xvec(), a, 0, pl_.ic_tail_lanes, k1);
-        else
-          load_io(xvec(), a);
-      } else if (!tail) {
-        vmovups(xvec(), a);
-      } else if (zmm()) {
-        vmovups(Zmm(xvec().getIdx()) | k1 | T_z, a);
-      } else {
-        vmovups(xvec(), ptr[rip + l_mask_]);
-        vmaskmovps(Ymm(xvec().getIdx()), Ymm(xvec().getIdx()), a);
-      }
+      load_src(a, tail);
       for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(p, o), wvec(o), xvec());
+    }
+  }
+
+  // One pixel's input-channel vector into xvec() as f32 (the tail under its mask).
+  void load_src(const Address& a, bool tail) {
+    if (io16()) {
+      if (tail)
+        load_io_lanes(xvec(), a, 0, pl_.ic_tail_lanes, k1);
+      else
+        load_io(xvec(), a);
+    } else if (!tail) {
+      vmovups(xvec(), a);
+    } else if (zmm()) {
+      vmovups(Zmm(xvec().getIdx()) | k1 | T_z, a);
+    } else {
+      vmovups(xvec(), ptr[rip + l_mask_]);
+      vmaskmovps(Ymm(xvec().getIdx()), Ymm(xvec().getIdx()), a);
+    }
+  }
+
+  // Plan::fused_x_taps: a phase's n x taps in one pass per input-channel vector. Tap t of pixel p reads
+  // source pixel p + k t (k source pixels per x tap, negative), so the block's w pixels read w + (n - 1)|k|
+  // source vectors instead of w n: each is loaded (and widened) once for every tap whose weights it meets,
+  // from the last pixel down, which gives each accumulator its taps in ascending order. The tap loop runs
+  // taps outside the channel vectors, this runs them inside: the same products, summed in another order.
+  Xmm ftap(int t, int o) const { return vreg((w_ + 1 + t) * n_oc() + 1 + o); }  // past xvec()
+  void emit_fused_x(int n) override {
+    assert(!pl_.ic_pairs && !pl_.bf16_even_odd);
+    assert((w_ + 1 + n) * n_oc() + 1 <= detail::vector_registers(pl_.isa));
+    const int64_t full = full_vectors();
+    if (full > 0) {
+      Label l_ic;
+      if (full > 1) mov(r_ic, full);
+      L(l_ic);
+      emit_fused_step(n, false);
+      add(r_sx, src_vbytes());
+      add(r_wx, vbytes());
+      if (full > 1) {
+        dec(r_ic);
+        jnz(l_ic, T_NEAR);
+      }
+    }
+    if (pl_.ic_tail_lanes) emit_fused_step(n, true);
+  }
+
+  void emit_fused_step(int n, bool tail) {
+    const int64_t oc_stride = pl_.ic_vectors * vbytes(), wstep = bk_->wei_tap_step[2] * kFloat;
+    const int64_t k = pl_.src_tap_step[2] / pl_.src_pix_stride;
+    assert(k < 0 && k * pl_.src_pix_stride == pl_.src_tap_step[2]);
+    for (int t = 0; t < n; ++t)
+      for (int o = 0; o < n_oc(); ++o) vmovups(ftap(t, o), ptr[r_wx + t * wstep + o * oc_stride]);
+    for (int64_t j = w_ - 1; j >= k * (n - 1); --j) {
+      load_src(ptr[r_sx + j * pl_.src_pix_stride * eb()], tail);
+      for (int t = 0; t < n; ++t) {
+        const int64_t p = j - k * t;
+        if (p < 0 || p >= w_) continue;
+        for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(static_cast<int>(p), o), ftap(t, o), xvec());
+      }
     }
   }
 
@@ -219,6 +265,12 @@ size_t code_bound(const Plan& pl) {
   const size_t oc = pl.main.vectors;
   for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w)
     total += 512 + 2 * (oc + 2 * w + w * oc) * 12 + w * oc * 10 * 12;
+  if (pl.fused_x_taps) {  // per width and tap count: a full and a tail step, each the weights, loads, FMAs
+    const size_t k = static_cast<size_t>(-pl.src_tap_step[2] / pl.src_pix_stride);
+    for (size_t w = 1; w <= static_cast<size_t>(pl.ur_w); ++w)
+      for (size_t n = 2; n <= static_cast<size_t>(pl.fused_x_taps); ++n)
+        total += 2 * (n * oc + 3 * (w + (n - 1) * k) + w * n * oc) * 12 + 64;
+  }
   if (pl.dtype != DType::f32) total *= 3;  // conversions
   return total;
 }

@@ -70,7 +70,28 @@ int max_ur_w(Isa isa, int nv) {
   return (vector_registers(isa) - nv - bcast) / nv;
 }
 
-// dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector.
+int max_x_taps(const Plan& pl) {
+  return static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step));
+}
+
+// The dot family's fused x taps (jit/deconv_dot.cpp, emit_fused_x) load each source vector once for all
+// the taps of its phase that meet it, where the tap loop loads it once per tap: on AVX-512 f16 that is
+// one vcvtph2ps per FMA before. They need a register per tap and output channel, so the block narrows.
+// Zen 4, 2 threads, against the tap loop on every suite layer the dot family takes (docs/data/
+// dot_fused_x_zen4_2t.txt): with 1-2 output channels and 2+ taps in every x phase, AVX-512 f16 1.11-1.79x
+// (fsrcnn_x2 NXC 5.88 -> 3.45 ms), f32 1.00-1.44x, AVX2 f32 0.99-1.30x. With 3 channels the block narrows
+// to 7 pixels (AVX2: 2) and lost (0.93-1.01x; AVX2 0.65-0.92x); where a phase has one tap little is saved
+// (gcnet_l37_crop, kernel 3 at stride 2, 0.91x f32); a block under 8 accumulators waits on FMA latency
+// (wavegan_up5_b16 on AVX2, 7 pixels: 0.91x f16). AVX2 f16 gained too little to take (0.93-1.18x, geomean
+// 1.04; on the holdout sets 0.88-1.19x, 1.03).
+bool dot_fusion_pays(const Plan& pl, int ur) {
+  const Axis& x = pl.axes[2];
+  return pl.oc_per_group <= 2 && x.kernel / x.tap_k_step >= 2 && ur * pl.oc_per_group >= 8 &&
+         !(pl.isa == Isa::avx2 && pl.dtype == DType::f16);
+}
+
+// dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
+// weights).
 void choose_dot_tile(Plan& pl, const TuningHints& h) {
   const int oc = static_cast<int>(pl.oc_per_group);
   check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
@@ -79,6 +100,10 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   const Axis& x = pl.axes[2];
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
   ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
+  const int fused = std::min(ur, fit - max_x_taps(pl));
+  const bool fusable = !pl.ic_pairs && !pl.bf16_even_odd && !pl.block_over_batch && max_x_taps(pl) >= 2;
+  if (fusable && !h.ur_w && fused >= 1 && (h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays(pl, fused))))
+    ur = fused;
   if (h.ur_w) {
     check_hint(h.ur_w >= 1 && h.ur_w <= fit, "ur_w " + std::to_string(h.ur_w) +
                                                  " does not fit the register file");
@@ -379,14 +404,12 @@ void choose_acc_chains(Plan& pl) {
 // 4-10 MB they gained 1.05-1.16x): not understood, so not taken there.
 constexpr int64_t kFuseMixedMaxBytes = 16 << 20;
 
-int max_x_taps(const Plan& pl) {
-  return static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step));
-}
 
 void choose_fused_x_taps(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = fuse_x_possible(pl);
   check_hint(h.fuse_x_taps != 1 || possible,
-             "fuse_x_taps needs the depthwise family with 2+ x taps in a phase, no batch blocking, and "
+             "fuse_x_taps needs the depthwise or dot family (dot without bf16 pairs or even/odd halves) with 2+ "
+             "x taps in a phase, no batch blocking, and "
              "registers for the taps' weights next to the block's accumulators");
   const bool wanted = fuse_x_pays(pl, p);
   pl.fused_x_taps = possible && (h.fuse_x_taps >= 0 ? h.fuse_x_taps == 1 : wanted) ? max_x_taps(pl) : 0;
@@ -438,15 +461,16 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   if (pl.algorithm == Algorithm::dot) {
     choose_ic_blocks(pl, h);  // rejects an ic_block hint: the dot family reduces in one pass
     choose_ic_pairs(pl, h);
+    // bf16 widened to f32 (no pairs): each pair of whole channel vectors is loaded once and split by a
+    // shift (even channels) and a mask (odd ones); the sum over channels does not mind their order.
+    pl.bf16_even_odd = pl.dtype == DType::bf16 && !pl.ic_pairs && pl.ic_per_group >= 2 * pl.lanes;
     choose_dot_tile(pl, h);
     pl.oc_blocks = 1;
     pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
     check_hint(h.oc_loop <= 1, "oc_loop applies to the depthwise family");
-    // bf16 widened to f32 (no pairs): each pair of whole channel vectors is loaded once and split by a
-    // shift (even channels) and a mask (odd ones); the sum over channels does not mind their order.
-    pl.bf16_even_odd = pl.dtype == DType::bf16 && !pl.ic_pairs && pl.ic_per_group >= 2 * pl.lanes;
     choose_band_rows(pl, h);
-    return finish_rows(pl, h);
+    finish_rows(pl, h);
+    return choose_fused_x_taps(pl, p, h);
   }
   choose_tile(pl, h, n_vec);
   choose_ic_pairs(pl, h);
@@ -493,6 +517,7 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 }  // namespace
 
 bool fuse_x_pays(const Plan& pl, const Problem& p) {
+  if (pl.algorithm == Algorithm::dot) return dot_fusion_pays(pl, pl.ur_w);
   const Axis& x = pl.axes[2];
   const bool every_phase = x.kernel / x.tap_k_step >= 2;
   return every_phase || p.dst_elements() * pl.elem_bytes() < kFuseMixedMaxBytes;
@@ -504,14 +529,19 @@ bool batch_blocking_pays(int64_t batch, int64_t out_x, int64_t stride_x, Isa isa
   return batch >= 4 && q_max < 2 * full_ur;
 }
 
-// Registers: the accumulators, each tap's weights and a source vector (bf16 pairs: twice, and the mask).
+// Registers: the accumulators, each tap's weights and a source vector (bf16 pairs: twice, and the mask);
+// dot: the accumulators, its weight vectors, the source vector and each tap's weights (not on bf16 channel
+// pairs or even/odd halves, which load the source their own way).
 bool fuse_x_possible(const Plan& pl) {
   const int taps = max_x_taps(pl);
+  if (pl.block_over_batch || taps < 2) return false;
+  if (pl.algorithm == Algorithm::dot)
+    return !pl.ic_pairs && !pl.bf16_even_odd &&
+           (pl.ur_w + 1 + taps) * pl.oc_vectors + 1 <= vector_registers(pl.isa);
   const int per = pl.bf16_even_odd ? 2 : 1;
   const int mask = pl.bf16_even_odd && pl.isa == Isa::avx512_core;
   const int need = pl.ur_w * pl.oc_vectors + per * (taps + 1) + mask;
-  return pl.algorithm == Algorithm::depthwise && !pl.block_over_batch && taps >= 2 &&
-         need <= vector_registers(pl.isa);
+  return pl.algorithm == Algorithm::depthwise && need <= vector_registers(pl.isa);
 }
 
 Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {

@@ -240,10 +240,11 @@ bool avx512_bf16_usable(DType t, Isa isa);
 // Bands of the NCX source transposed per task (Plan::band_rows): where the plan allows them, the band
 // height by the hint or default_band_rows (0: the whole-source copy).
 bool band_possible(const Plan& pl);
-// Plan::fused_x_taps: the depthwise family with 2+ x taps in some phase, a block's pixels along x, and
-// registers for the taps' weights and a source vector next to the accumulators.
+// Plan::fused_x_taps: the depthwise or dot family with 2+ x taps in some phase, a block's pixels along x,
+// and registers for the taps' weights and a source vector next to the accumulators.
 bool fuse_x_possible(const Plan& pl);
-// choose_fused_x_taps's default where it is possible (every x phase has 2+ taps, or the output is small).
+// choose_fused_x_taps's default where it is possible (depthwise: every x phase has 2+ taps, or the output
+// is small; dot: dot_fusion_pays).
 bool fuse_x_pays(const Plan& pl, const Problem& p);
 // The default of batch_block: at least 4 images and rows of fewer than two full blocks per phase.
 bool batch_blocking_pays(int64_t batch, int64_t out_x, int64_t stride_x, Isa isa);

@@ -60,7 +60,7 @@ void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
 
 }  // namespace
 
-bool pack_src_pays(const Plan& pl, const Problem& p) {
+bool pack_src_pays(const Plan& pl, const Problem& /*p*/) {
   const int64_t plane_bytes = pl.axes[0].in * pl.axes[1].in * pl.axes[2].in * pl.elem_bytes();
   constexpr int64_t kSetPeriod = 8 << 10, kWays = 16;
   if (pl.ic_pairs) return pl.oc_blocks >= 8;

@@ -75,7 +75,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (nt_stores_possible(pl)) c.nt_stores = pl.nt_stores ? 1 : 0;  // likewise: where the stores can be
   if (widen_src_possible(pl)) c.widen_src = pl.widen_src ? 1 : 0;  // likewise: 16-bit row families
   if (band_possible(pl)) c.band_rows = static_cast<int>(pl.band_rows);  // likewise: NCX row buffers
-  if (fuse_x_possible(pl)) c.fuse_x_taps = pl.fused_x_taps ? 1 : 0;     // likewise: depthwise rows
+  if (fuse_x_possible(pl)) c.fuse_x_taps = pl.fused_x_taps ? 1 : 0;     // likewise: depthwise and dot rows
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
@@ -120,7 +120,7 @@ std::string Plan::to_json() const {
   j["pack_src"] = pack_src;
   j["widen_src"] = widen_src;
   if (dtype == DType::bf16) j["bf16_vcvt"] = bf16_vcvt;
-  if (algorithm == Algorithm::depthwise) j["fused_x_taps"] = fused_x_taps;
+  if (algorithm == Algorithm::depthwise || algorithm == Algorithm::dot) j["fused_x_taps"] = fused_x_taps;
   j["band_rows"] = band_rows;
   j["ic_unroll"] = ic_unroll;
   j["acc_chains"] = acc_chains;

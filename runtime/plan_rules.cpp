@@ -73,7 +73,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "per group; otherwise the kernel widens what it reads"},
       {{"fuse_x_taps", ""},
        "choose_fused_x_taps: the depthwise family does a phase's 2+ x taps in one pass over the source pixels "
-       "where registers allow, except where some x phase has a single tap and the output reaches 16 MB"},
+       "where registers allow, except where some x phase has a single tap and the output reaches 16 MB; the "
+       "dot family for 1-2 output channels where every x phase has 2+ taps and the block, narrowed for the "
+       "taps' weights, keeps 8 accumulators, not f16 on AVX2 (dot_fusion_pays)"},
       {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer); 8 for f16 on "
                           "AVX-512 with two output vectors per pixel, whose widening then costs half as much"},
       {{"ic_unroll", "gemm_x"}, "plan_gemm_x: 2 input channels per step"},

@@ -1,7 +1,7 @@
-// The depthwise family's fused x taps (Plan::fused_x_taps, hint fuse_x_taps): every x tap of a phase in
-// one pass over the source pixels. On both ISAs and in f32, bf16 (the even/odd route too) and f16, each
-// case must match the double-precision reference, and its output must equal the tap loop's bit for bit
-// (the fused pass orders each accumulator's taps as the loop does). Plus the heuristic's rule.
+// The fused x taps (Plan::fused_x_taps, hint fuse_x_taps) of the depthwise and dot families: every x tap of
+// a phase in one pass over the source pixels. On both ISAs and in f32, bf16 (the even/odd route too) and
+// f16, each case must match the double-precision reference; depthwise output must equal the tap loop's bit
+// for bit (the fused pass orders each accumulator's taps as the loop does). Plus the heuristic's rules.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -100,6 +100,55 @@ TEST_P(FusedXTaps, MatchReferenceAndTheTapLoopBitForBit) {
   EXPECT_GE(fused, GetParam().isa == Isa::avx2 && GetParam().dtype == DType::bf16 ? 1 : 6);
 }
 
+// The dot family: vectors of input channels, each source vector loaded once for the taps that meet it. Its
+// sums run the taps inside the channel vectors (the loop runs them outside), so only the reference decides.
+// Shapes: 1 output channel, 9 taps at stride 2 (5 and 4 per phase) and a channel tail (AVX-512: 56 = 3 x 16
+// + 8); 2 channels, kernel 4; kernel 5 at stride 2 with pads (phases of 3 and 2, border runs with fewer);
+// 1-D at stride 8; dilation 2 (taps two pixels apart); 3-D; 20 and 12 input channels (bf16 without pairs
+// or even/odd halves: below 32 channels on AVX-512, below 16 on AVX2).
+TEST_P(FusedXTaps, DotMatchesReference) {
+  struct Shape {
+    int64_t ci, co;
+    std::vector<int64_t> in, k, s, d, pb, pe;
+  };
+  const std::vector<Shape> shapes = {
+      {56, 1, {3, 23}, {9, 9}, {2, 2}, {1, 1}, {4, 4}, {4, 4}},
+      {40, 2, {2, 15}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {24, 1, {3, 13}, {5, 5}, {2, 2}, {1, 1}, {2, 2}, {2, 2}},
+      {32, 1, {37}, {16}, {8}, {1}, {4}, {4}},
+      {24, 2, {3, 19}, {5, 5}, {1, 1}, {2, 2}, {4, 4}, {4, 4}},
+      {16, 1, {2, 3, 9}, {2, 4, 4}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}},
+      {20, 1, {2, 21}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+      {12, 2, {2, 21}, {4, 4}, {2, 2}, {1, 1}, {1, 1}, {1, 1}},
+  };
+  int fused = 0;
+  for (const Shape& sh : shapes) {
+    SCOPED_TRACE(std::to_string(sh.ci) + " -> " + std::to_string(sh.co) + ", kernel x " + std::to_string(sh.k.back()));
+    for (int fuse : {1, 0}) {
+      TuningHints h;
+      h.algorithm = "dot";
+      h.fuse_x_taps = fuse;
+      h.ic_pairs = 0;
+      if (GetParam().dtype != DType::bf16) h.ic_pairs = -1;
+      DeconvTester t = DeconvTester().isa(GetParam().isa).dtype(GetParam().dtype).layout(DataFormat::NXC).batch(2)
+                           .rank(static_cast<int>(sh.in.size())).channels(sh.ci, sh.co).input(sh.in).kernel(sh.k)
+                           .stride(sh.s).dilation(sh.d).pads(sh.pb, sh.pe).hints(h);
+      std::string name;
+      try {
+        name = compile(t.descriptor(), t.options()).name();
+      } catch (const Error&) {
+        continue;  // fused refused: the taps' weights do not fit beside this block (bf16 even/odd halves)
+      }
+      EXPECT_EQ(name.find("_fx") != std::string::npos, fuse == 1) << name;
+      fused += fuse;
+      t.Test();
+    }
+  }
+  // bf16 reduces two vectors of channels at a time through even/odd halves, which do not fuse.
+  const bool bf16 = GetParam().dtype == DType::bf16;
+  EXPECT_GE(fused, !bf16 ? 8 : GetParam().isa == Isa::avx2 ? 1 : 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, FusedXTaps, ::testing::ValuesIn(fuse_params()), fuse_name);
 
 detail::Plan plan_of(const DeconvTester& t, const TuningHints& h = {}) {
@@ -133,6 +182,33 @@ TEST(PlanHeuristic, FusedXTapsWhereEveryPhaseHasTwoOrTheOutputIsSmall) {
   const DeconvTester one_tap = DeconvTester().layout(DataFormat::NXC).groups(64).channels(64, 64).input({8, 8})
                                    .kernel({1, 1}).stride({2, 2});
   EXPECT_THROW(plan_of(one_tap, on), Error);
+}
+
+// The dot family fuses for 1-2 output channels where every x phase has 2+ taps and the block, narrowed
+// for the taps' weights, keeps 8 accumulators; not f16 on AVX2.
+TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
+  auto dot = [](int64_t co, int64_t k, int64_t s, DType t) {
+    return DeconvTester().layout(DataFormat::NXC).channels(56, co).input({64, 64}).kernel({k, k}).stride({s, s})
+        .dtype(t);
+  };
+  auto plan_on = [](const DeconvTester& t, Isa isa) { return detail::make_plan(resolve(t.descriptor()), isa, {}); };
+  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available";
+  const detail::Plan one = plan_on(dot(1, 9, 2, DType::f16), Isa::avx512_core);
+  ASSERT_EQ(one.algorithm, detail::Algorithm::dot);
+  EXPECT_EQ(one.fused_x_taps, 5);
+  EXPECT_EQ(one.ur_w, 16);  // 16 + 1 + 5 weights + 1 source vector fit 32 registers
+  EXPECT_EQ(plan_on(dot(2, 4, 2, DType::f32), Isa::avx512_core).fused_x_taps, 2);
+  EXPECT_EQ(plan_on(dot(2, 4, 2, DType::f32), Isa::avx512_core).ur_w, 12);  // narrowed from 14
+  EXPECT_EQ(plan_on(dot(3, 4, 2, DType::f32), Isa::avx512_core).fused_x_taps, 0);  // 3 channels
+  EXPECT_EQ(plan_on(dot(3, 4, 2, DType::f32), Isa::avx512_core).ur_w, 9);
+  EXPECT_EQ(plan_on(dot(1, 3, 2, DType::f16), Isa::avx512_core).fused_x_taps, 0);  // phases of 2 and 1 taps
+  EXPECT_EQ(plan_on(dot(1, 9, 2, DType::f32), Isa::avx2).fused_x_taps, 5);
+  EXPECT_EQ(plan_on(dot(1, 9, 2, DType::f32), Isa::avx2).ur_w, 9);
+  EXPECT_EQ(plan_on(dot(1, 9, 2, DType::f16), Isa::avx2).fused_x_taps, 0);   // AVX2 f16
+  EXPECT_EQ(plan_on(dot(1, 13, 2, DType::f32), Isa::avx2).fused_x_taps, 0);  // 7 taps: 7 pixels, 7 accumulators
+  TuningHints on;
+  on.fuse_x_taps = 1;
+  EXPECT_EQ(detail::make_plan(resolve(dot(1, 9, 2, DType::f16).descriptor()), Isa::avx2, on).fused_x_taps, 5);
 }
 
 }  // namespace
