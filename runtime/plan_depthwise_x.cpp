@@ -90,6 +90,24 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
 // (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
 // preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
+// Where the dot family fuses its x taps (dot_fusion_pays), each source vector it copied serves every tap of
+// its phase, and the copy is its one cost left: dot_x then only below 32 products per source element (AVX2
+// f32, NCX, 2 threads, dot_x against fused dot, docs/data/dot_fused_x_zen4_2t.txt: 1-output layers of
+// 64-289 products 1.60-2.18x for dot: fsrcnn_x2 7.39 -> 3.59 ms, idn_x4 6.37 -> 3.38, gan3d_g5 2.87 -> 1.80;
+// of 2-25 products 0.17-0.94x: dprnn_decoder, convtasnet_decoder, sepformer_decoder, wavegan_up5_b16;
+// gcnet_l37_crop at 27 1.15x stays with dot_x). The dot family's own plan says whether it fuses.
+namespace {
+bool dot_fuses_x_taps(const Problem& p, Isa isa) {
+  TuningHints dot;
+  dot.algorithm = "dot";
+  try {
+    return make_plan(p, isa, dot).fused_x_taps > 0;
+  } catch (const Error&) {
+    return false;
+  }
+}
+}  // namespace
+
 bool dot_x_preferred(const Problem& p, Isa isa) {
   int64_t taps = 1, per_output = 1;
   for (size_t i = 0; i < p.kernel.size(); ++i) {
@@ -100,7 +118,8 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || p.stride.back() == 1) &&
          (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
-         !(gemm_x_preferred(p) && gemm_x_applies(p, isa));
+         !(gemm_x_preferred(p) && gemm_x_applies(p, isa)) &&
+         !(p.c_out * taps >= 32 && dot_applies(p) && dot_fuses_x_taps(p, isa));
 }
 
 namespace {

@@ -209,6 +209,11 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   TuningHints on;
   on.fuse_x_taps = 1;
   EXPECT_EQ(detail::make_plan(resolve(dot(1, 9, 2, DType::f16).descriptor()), Isa::avx2, on).fused_x_taps, 5);
+  // NCX on AVX2: dot_x yields to the fused dot family from 32 products per source element.
+  auto ncx = [&](int64_t k) { return plan_on(dot(1, k, 2, DType::f32).layout(DataFormat::NCX), Isa::avx2); };
+  EXPECT_EQ(ncx(9).algorithm, detail::Algorithm::dot);  // 81 products
+  EXPECT_EQ(ncx(9).fused_x_taps, 5);
+  EXPECT_EQ(ncx(4).algorithm, detail::Algorithm::dot_x);  // 16
 }
 
 }  // namespace
