@@ -90,21 +90,17 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
 // (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
 // preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
-// Where the dot family fuses its x taps (dot_fusion_pays), each source vector it copied serves every tap of
-// its phase, and the copy is its one cost left: dot_x then only below 32 products per source element (AVX2
-// f32, NCX, 2 threads, dot_x against fused dot, docs/data/dot_fused_x_zen4_2t.txt: 1-output layers of
-// 64-289 products 1.60-2.18x for dot: fsrcnn_x2 7.39 -> 3.59 ms, idn_x4 6.37 -> 3.38, gan3d_g5 2.87 -> 1.80;
-// of 2-25 products 0.17-0.94x: dprnn_decoder, convtasnet_decoder, sepformer_decoder, wavegan_up5_b16;
-// gcnet_l37_crop at 27 1.15x stays with dot_x). The dot family's own plan says whether it fuses.
+// On AVX2 (no col_x there) the dot family's copy of the source repays from 24 products per source element
+// with at most 3 output channels (its block then holds 4-12 pixels; with 4 it holds 2). AVX2, NCX, 2
+// threads, dot_x against dot, docs/data/dot_x_avx2_zen4_2t.txt: f32 sweep of every suite and holdout layer
+// dot_x took: from 24 products dot won on all 10 (1.00-1.42x); below, dot_x won 1-D layers of 2-16 products
+// (dprnn_decoder 5.2x, convtasnet_decoder 1.8x) and lost two (dbnet_head_up2 at 4 products 0.82x, a
+// 2-channel 1-D layer at 16 0.79x); with 4 channels dot_x won both (1.4-1.5x). On the 17 layers the rule
+// moves, in f32, bf16 and f16: 0.97-2.36x, geomean 1.48 (dcgan_g5 f32 0.73 -> 0.59 ms; with fused x taps
+// fsrcnn_x2 7.59 -> 3.79; vqvae2_dec_out_b16 0.97-1.01, wavegan_up5_b16 f32 0.98).
 namespace {
-bool dot_fuses_x_taps(const Problem& p, Isa isa) {
-  TuningHints dot;
-  dot.algorithm = "dot";
-  try {
-    return make_plan(p, isa, dot).fused_x_taps > 0;
-  } catch (const Error&) {
-    return false;
-  }
+bool dot_copy_repays_on_avx2(const Problem& p, Isa isa, int64_t taps) {
+  return isa == Isa::avx2 && p.c_out <= 3 && p.c_out * taps >= 24 && dot_applies(p);
 }
 }  // namespace
 
@@ -118,8 +114,7 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || p.stride.back() == 1) &&
          (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
-         !(gemm_x_preferred(p) && gemm_x_applies(p, isa)) &&
-         !(p.c_out * taps >= 32 && dot_applies(p) && dot_fuses_x_taps(p, isa));
+         !(gemm_x_preferred(p) && gemm_x_applies(p, isa)) && !dot_copy_repays_on_avx2(p, isa, taps);
 }
 
 namespace {

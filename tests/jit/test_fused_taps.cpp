@@ -185,7 +185,7 @@ TEST(PlanHeuristic, FusedXTapsWhereEveryPhaseHasTwoOrTheOutputIsSmall) {
 }
 
 // The dot family fuses for 1-2 output channels where every x phase has 2+ taps and the block, narrowed
-// for the taps' weights, keeps 8 accumulators; not f16 on AVX2.
+// for the taps' weights, keeps 8 accumulators; not f16 on AVX2. And where dot_x yields to it on AVX2.
 TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   auto dot = [](int64_t co, int64_t k, int64_t s, DType t) {
     return DeconvTester().layout(DataFormat::NXC).channels(56, co).input({64, 64}).kernel({k, k}).stride({s, s})
@@ -209,11 +209,16 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   TuningHints on;
   on.fuse_x_taps = 1;
   EXPECT_EQ(detail::make_plan(resolve(dot(1, 9, 2, DType::f16).descriptor()), Isa::avx2, on).fused_x_taps, 5);
-  // NCX on AVX2: dot_x yields to the fused dot family from 32 products per source element.
-  auto ncx = [&](int64_t k) { return plan_on(dot(1, k, 2, DType::f32).layout(DataFormat::NCX), Isa::avx2); };
-  EXPECT_EQ(ncx(9).algorithm, detail::Algorithm::dot);  // 81 products
-  EXPECT_EQ(ncx(9).fused_x_taps, 5);
-  EXPECT_EQ(ncx(4).algorithm, detail::Algorithm::dot_x);  // 16
+  // NCX on AVX2: dot_x yields to the dot family from 24 products per source element with 1-3 channels.
+  auto ncx = [&](int64_t co, int64_t k) {
+    return plan_on(dot(co, k, 2, DType::f32).layout(DataFormat::NCX), Isa::avx2);
+  };
+  EXPECT_EQ(ncx(1, 9).algorithm, detail::Algorithm::dot);  // 81 products, fused
+  EXPECT_EQ(ncx(1, 9).fused_x_taps, 5);
+  EXPECT_EQ(ncx(1, 4).algorithm, detail::Algorithm::dot_x);  // 16
+  EXPECT_EQ(ncx(3, 4).algorithm, detail::Algorithm::dot);    // 48, not fused (3 channels)
+  EXPECT_EQ(ncx(3, 4).fused_x_taps, 0);
+  EXPECT_EQ(ncx(4, 4).algorithm, detail::Algorithm::dot_x);  // 4 channels: a dot block of 2 pixels
 }
 
 }  // namespace
