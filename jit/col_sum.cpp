@@ -57,7 +57,6 @@ class ColSumGenerator : public Generator {
 
   Xmm vec(int i) const { return z_ ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
   Xmm t1() const { return vec(kChunk); }
-  Xmm t2() const { return vec(kChunk + 1); }
   Xmm loaded() const { return vec(kChunk + 2); }  // AVX2: the masked load of the last vector
   Xmm mask() const { return vec(kChunk + 3); }    // AVX2: its lane mask
   bool partial(int64_t j) const { return tail_ && j == vectors_ - 1; }

@@ -135,13 +135,15 @@ class DotGenerator : public RowKernelGenerator {
     assert(k < 0 && k * pl_.src_pix_stride == pl_.src_tap_step[2]);
     for (int t = 0; t < n; ++t)
       for (int o = 0; o < n_oc(); ++o) vmovups(ftap(t, o), ptr[r_wx + t * wstep + o * oc_stride]);
+    auto meets = [&](int64_t j, int t) { return j - k * t >= 0 && j - k * t < w_; };
     for (int64_t j = w_ - 1; j >= k * (n - 1); --j) {
+      bool used = false;  // (a block narrower than |k| pixels skips some between its taps' runs)
+      for (int t = 0; t < n; ++t) used |= meets(j, t);
+      if (!used) continue;
       load_src(ptr[r_sx + j * pl_.src_pix_stride * eb()], tail);
-      for (int t = 0; t < n; ++t) {
-        const int64_t p = j - k * t;
-        if (p < 0 || p >= w_) continue;
-        for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(static_cast<int>(p), o), ftap(t, o), xvec());
-      }
+      for (int t = 0; t < n; ++t)
+        if (meets(j, t))
+          for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(static_cast<int>(j - k * t), o), ftap(t, o), xvec());
     }
   }
 

@@ -66,12 +66,13 @@ void Generator::broadcast_io(const Xmm& v, const Address& a) {
   }
 }
 
-// bf16: add 0x7fff plus the lowest kept bit, keep the upper half. A NaN whose low half is above 0x8000
-// would carry into the exponent (infinity) or the sign; AVX-512 keeps NaNs' upper halves, made quiet.
-// AVX2 does not look: every value it narrows is a sum of products of bf16 values (their low halves zero)
-// and x86 arithmetic returns a quieted operand NaN or the default NaN, so every NaN reaching a store has
-// a zero low half and the addition leaves its upper half as it is. The guard (a compare, a shift, an or
-// and a blend per vector) was a third of the rounding's uops, paid on every store.
+// bf16: add 0x7fff plus the lowest kept bit, keep the upper half. For a NaN that goes wrong only where the
+// payload sits in the low half: kept alone it truncates to infinity (0x7f800001), and a low half of 0x8000
+// or more carries an upper half of 0x7fff or 0xffff into -0 or +0. AVX-512 keeps NaNs' upper halves, made
+// quiet. AVX2 does not look: every value it narrows is a sum of products of bf16 values (their low halves
+// zero) and x86 arithmetic returns a quieted operand NaN or the default NaN, so every NaN reaching a store
+// has a zero low half (and its quiet bit set) and the addition leaves its upper half as it is. The guard (a
+// compare, a shift, an or and a blend per vector) was a third of the rounding's uops, paid on every store.
 void Generator::narrow_io(const Xmm& v, const Xmm& t1, bool pack) {
   const Address one = ptr[rip + l_io_table_ + kOne], bias = ptr[rip + l_io_table_ + kHalfMinusOne],
                 quiet = ptr[rip + l_io_table_ + kQuiet];

@@ -84,8 +84,10 @@ int max_x_taps(const Plan& pl) {
 // (gcnet_l37_crop, kernel 3 at stride 2, 0.91x f32); a block under 8 accumulators waits on FMA latency
 // (wavegan_up5_b16 on AVX2, 7 pixels: 0.91x f16). AVX2 f16 gained too little to take (0.93-1.18x, geomean
 // 1.04; on the holdout sets 0.88-1.19x, 1.03).
-bool dot_fusion_pays_at(const Plan& pl, int ur) {
-  return dot_fusion_pays(pl.oc_per_group, pl.axes[2].kernel, pl.axes[2].tap_k_step, ur, pl.isa, pl.dtype);
+bool dot_fusion_pays(const Plan& pl, int ur) {
+  const int64_t oc = pl.oc_per_group;
+  return oc <= 2 && pl.axes[2].kernel / pl.axes[2].tap_k_step >= 2 && ur * oc >= 8 &&
+         !(pl.isa == Isa::avx2 && pl.dtype == DType::f16);
 }
 
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
@@ -100,7 +102,7 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
   const int fused = std::min(ur, fit - max_x_taps(pl));
   const bool fusable = !pl.ic_pairs && !pl.bf16_even_odd && !pl.block_over_batch && max_x_taps(pl) >= 2;
-  if (fusable && !h.ur_w && fused >= 1 && (h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays_at(pl, fused))))
+  if (fusable && !h.ur_w && fused >= 1 && (h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays(pl, fused))))
     ur = fused;
   if (h.ur_w) {
     check_hint(h.ur_w >= 1 && h.ur_w <= fit, "ur_w " + std::to_string(h.ur_w) +
@@ -402,7 +404,6 @@ void choose_acc_chains(Plan& pl) {
 // 4-10 MB they gained 1.05-1.16x): not understood, so not taken there.
 constexpr int64_t kFuseMixedMaxBytes = 16 << 20;
 
-
 void choose_fused_x_taps(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = fuse_x_possible(pl);
   check_hint(h.fuse_x_taps != 1 || possible,
@@ -514,12 +515,8 @@ void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
 
 }  // namespace
 
-bool dot_fusion_pays(int64_t oc, int64_t x_kernel, int64_t x_tap_step, int ur, Isa isa, DType dtype) {
-  return oc <= 2 && x_kernel / x_tap_step >= 2 && ur * oc >= 8 && !(isa == Isa::avx2 && dtype == DType::f16);
-}
-
 bool fuse_x_pays(const Plan& pl, const Problem& p) {
-  if (pl.algorithm == Algorithm::dot) return dot_fusion_pays_at(pl, pl.ur_w);
+  if (pl.algorithm == Algorithm::dot) return dot_fusion_pays(pl, pl.ur_w);
   const Axis& x = pl.axes[2];
   const bool every_phase = x.kernel / x.tap_k_step >= 2;
   return every_phase || p.dst_elements() * pl.elem_bytes() < kFuseMixedMaxBytes;

@@ -246,9 +246,6 @@ bool fuse_x_possible(const Plan& pl);
 // choose_fused_x_taps's default where it is possible (depthwise: every x phase has 2+ taps, or the output
 // is small; dot: dot_fusion_pays).
 bool fuse_x_pays(const Plan& pl, const Problem& p);
-// The dot family's default for fused x taps, from C_OUT/G, the x kernel and tap step (stride / gcd(stride,
-// dilation)), the block's pixels once narrowed for the taps' weights, the ISA and the data type.
-bool dot_fusion_pays(int64_t oc, int64_t x_kernel, int64_t x_tap_step, int ur, Isa isa, DType dtype);
 // The default of batch_block: at least 4 images and rows of fewer than two full blocks per phase.
 bool batch_blocking_pays(int64_t batch, int64_t out_x, int64_t stride_x, Isa isa);
 bool band_rows_pay(const Plan& pl);

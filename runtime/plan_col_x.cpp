@@ -165,7 +165,7 @@ namespace deconvjit::detail {
 // vectors are the fuller ones: they won 1.04-2.0x on 9 of the 10 layers this changes, drawn for it or in
 // the holdout sets (rows of 10-52 pixels; holdout seed 53's ho32, 16 channels over rows of 18, 0.76 ->
 // 0.38 ms; one 0.96), f16 alike, docs/data/colx_short_rows_zen4_2t.txt. Below 3/4 both won (8-10
-// channels over rows of 6-18: col_x 1.2x and 1.6x, the row families 1.1x), so col_x stays there.
+// channels over rows of 6-18, f16: col_x 1.2x and 1.6x; the row families 1.1x), so col_x stays there.
 bool col_x_preferred(const Problem& p, Isa isa) {
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
   const bool pairs = avx512_bf16_usable(p.dtype, isa);

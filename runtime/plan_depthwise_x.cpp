@@ -93,9 +93,10 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // On AVX2 (no col_x there) the dot family's copy of the source repays from 24 products per source element
 // with at most 3 output channels (its block then holds 4-12 pixels; with 4 it holds 2). AVX2, NCX, 2
 // threads, dot_x against dot, docs/data/dot_x_avx2_zen4_2t.txt: f32 sweep of every suite and holdout layer
-// dot_x took: from 24 products dot won on all 10 (1.00-1.42x); below, dot_x won 1-D layers of 2-16 products
-// (dprnn_decoder 5.2x, convtasnet_decoder 1.8x) and lost two (dbnet_head_up2 at 4 products 0.82x, a
-// 2-channel 1-D layer at 16 0.79x); with 4 channels dot_x won both (1.4-1.5x). On the 17 layers the rule
+// dot_x took: from 24 products dot won on all 10 (1.00-1.42x); below, dot_x won 6 (1-D layers of 2-16
+// products: dprnn_decoder 5.2x, convtasnet_decoder 1.8x; a 1x1 layer 1.4x; 2 input channels 8x) and lost 3
+// (dbnet_head_up2 at 4 products 0.82x, a 2-channel 1-D layer at 16 0.79x, a 2-D layer at 16 0.95x); with 4
+// channels dot_x won both (1.4-1.5x). On the 17 layers the rule
 // moves, in f32, bf16 and f16: 0.97-2.36x, geomean 1.48 (dcgan_g5 f32 0.73 -> 0.59 ms; with fused x taps
 // fsrcnn_x2 7.59 -> 3.79; vqvae2_dec_out_b16 0.97-1.01, wavegan_up5_b16 f32 0.98).
 namespace {

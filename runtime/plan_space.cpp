@@ -90,6 +90,9 @@ std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
   const std::vector<int> rows = gemm_x ? std::vector<int>{1, 2, 3, static_cast<int>(base.axes[1].in)} : std::vector<int>{0};
   const std::vector<int> flat = gemm_x ? std::vector<int>{0, 1} : std::vector<int>{-1};
   h.ic_unroll = h.x_split = h.oc_loop = h.channels_per_call = h.oc_chunk = h.row_chunk = 0;
+  // Fused x taps hold the taps' weights in registers, so a fused default would refuse the wider tiles;
+  // numeric() tries both wherever a tile allows them.
+  h.fuse_x_taps = -1;
   for (int f : flat)
     for (int r : rows)
       for (int nv = 1; nv <= max_nv; ++nv)

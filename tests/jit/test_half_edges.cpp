@@ -76,7 +76,7 @@ class HalfEdges : public ::testing::TestWithParam<EdgeParam> {
         t().channels(9, 3).input({4, 5}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}),
         t().groups(20).channels(20, 20).input({4, 9}).kernel({3, 4}).stride({2, 2}).layout(DataFormat::NCX),
         t().groups(20).channels(20, 20).input({4, 9}).kernel({3, 4}).stride({2, 2}).layout(DataFormat::NXC),
-        // whole pairs of channel vectors: bf16's even/odd store (AVX2 checks a pair for NaN lanes once)
+        // whole pairs of channel vectors: bf16's even/odd store (AVX2: integer rounding, one word blend)
         t().groups(32).channels(32, 32).input({4, 9}).kernel({3, 4}).stride({2, 2}).layout(DataFormat::NXC),
         t().channels(6, 17).input({4, 16}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NCX),
         t().rank(1).channels(7, 33).input({11}).kernel({5}).stride({3}).pads({2}, {1}).layout(DataFormat::NXC),

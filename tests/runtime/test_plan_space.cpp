@@ -3,6 +3,7 @@
 // same kernel (same name, same code bytes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/plan.hpp"
 #include "runtime/tolerance.hpp"
 #include "support/deconv_tester.hpp"
 
@@ -57,6 +59,26 @@ void expect_exact(const Kernel& k, const Problem& p, const std::string& what) {
 }
 
 class PlanSpace : public ::testing::TestWithParam<Isa> {};
+
+// Where the default fuses a dot layer's x taps and narrows its block for the taps' weights (5 taps: AVX-512
+// two channels 14 -> 9 pixels, AVX2 one channel 12 -> 9), the space still holds the wider blocks without
+// fusion, up to the registers' limit, as well as fused blocks.
+TEST(PlanSpaceTiles, FusedDefaultKeepsTheWiderUnfusedTiles) {
+  for (Isa isa : {Isa::avx512_core, Isa::avx2}) {
+    const int64_t oc = isa == Isa::avx2 ? 1 : 2;
+    const Problem p = resolve(DeconvTester().channels(16, oc).input({4, 40}).kernel({9, 9}).stride({2, 2})
+                                  .pads({4, 4}, {4, 4}).layout(DataFormat::NXC).descriptor());
+    ASSERT_EQ(detail::make_plan(p, isa, {}).fused_x_taps, 5) << to_string(isa);
+    int widest_unfused = 0, fused = 0;
+    for (const PlanCandidate& c : enumerate_plans(p, isa, 2)) {
+      if (c.hints.algorithm != "dot") continue;
+      if (c.hints.fuse_x_taps == 1) ++fused;
+      if (c.hints.fuse_x_taps != 1) widest_unfused = std::max(widest_unfused, c.hints.ur_w);  // 0, or -1: no room
+    }
+    EXPECT_GT(fused, 0) << to_string(isa);
+    EXPECT_GE(widest_unfused, isa == Isa::avx2 ? 12 : 14) << to_string(isa);
+  }
+}
 
 TEST_P(PlanSpace, EveryCandidateCompilesMatchesTheReferenceAndRoundTrips) {
   const Isa isa = GetParam();
