@@ -100,10 +100,11 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   const Axis& x = pl.axes[2];
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
   ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
-  const int fused = std::min(ur, fit - max_x_taps(pl));
-  const bool fusable = !pl.ic_pairs && !pl.bf16_even_odd && !pl.block_over_batch && max_x_taps(pl) >= 2;
-  if (fusable && !h.ur_w && fused >= 1 && (h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays(pl, fused))))
-    ur = fused;
+  Plan fused = pl;  // the block fused x taps would take, asked of fuse_x_possible
+  fused.oc_vectors = oc;
+  fused.ur_w = std::min(ur, fit - max_x_taps(pl));
+  const bool wanted = h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays(pl, fused.ur_w));
+  if (!h.ur_w && fused.ur_w >= 1 && fuse_x_possible(fused) && wanted) ur = fused.ur_w;
   if (h.ur_w) {
     check_hint(h.ur_w >= 1 && h.ur_w <= fit, "ur_w " + std::to_string(h.ur_w) +
                                                  " does not fit the register file");
