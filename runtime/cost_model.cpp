@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/cpu.hpp"
 #include "runtime/int_math.hpp"
 
 namespace deconvjit::detail {
@@ -129,7 +130,9 @@ Estimate col_x_family(const Plan& pl) {
 
 double model_ms(const Plan& pl, const Problem& p, int threads) {
   // bf16 pairs: vdpbf16ps does two multiply-adds per lane at the FMA's rate (measured on Zen 5).
-  const double peak = kGhz * 1e9 * kFmaPerCycle * 2 * pl.lanes * (pl.ic_pairs ? 2 : 1);  // FLOP/s, one core
+  // FLOP/s, one core. Where AVX-512 runs on 256-bit pipes (cpu_zmm_at_ymm_rate), a zmm FMA takes both.
+  const int rate_lanes = pl.isa == Isa::avx512_core && cpu_zmm_at_ymm_rate() ? 8 : pl.lanes;
+  const double peak = kGhz * 1e9 * kFmaPerCycle * 2 * rate_lanes * (pl.ic_pairs ? 2 : 1);
   const double bytes = static_cast<double>(pl.elem_bytes()) * (p.src_elements() + p.dst_elements()) +
                        4.0 * p.weights_elements();  // packed weights: f32 slots
   Estimate e;

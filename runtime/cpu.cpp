@@ -36,6 +36,12 @@ bool cpu_has_avx512_fp16() {
   static const Xbyak::util::Cpu cpu;
   return cpu.has(Xbyak::util::Cpu::tAVX512_FP16);
 }
+// Family 19h is Zen 3 and Zen 4; only Zen 4 has AVX-512, and it runs it on 256-bit pipes (AMD's optimization
+// guide for family 19h). Zen 5 (1Ah) has 512-bit pipes in its server and desktop parts, so it is not named.
+bool cpu_zmm_at_ymm_rate() {
+  static const Xbyak::util::Cpu cpu;
+  return cpu.has(Xbyak::util::Cpu::tAMD) && cpu.displayFamily == 0x19 && cpu_has(Isa::avx512_core);
+}
 }  // namespace detail
 
 const char* to_string(Isa isa) {

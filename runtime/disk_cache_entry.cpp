@@ -84,7 +84,9 @@ void check_isa(const EntryView& v, Isa want) {
   if (!isa_available(want)) reject(std::string("this CPU lacks ISA ") + to_string(want));
   if (const uint32_t missing = v.features & ~cpu_feature_bits())
     reject("this CPU lacks feature " + feature_names(missing).front() + " that the code needs");
-  if ((v.features & required_bits(want)) != required_bits(want))
+  // Under an AVX-512 cap the plan may choose AVX2 code (runtime/plan_isa.cpp): every kernel needs AVX2's
+  // features, and check_entry compares the rest with the plan made here.
+  if ((v.features & required_bits(Isa::avx2)) != required_bits(Isa::avx2))
     reject("cpu_features do not match ISA " + std::string(to_string(want)));
 }
 
@@ -178,8 +180,11 @@ uint64_t entry_hash(const uint8_t* data, size_t bytes, uint64_t seed) {
 
 uint64_t code_checksum(const uint8_t* code, size_t bytes) { return entry_hash(code, bytes, kCodeSeed); }
 
+// The plan under an AVX-512 cap depends on whether the CPU runs AVX-512 at the AVX2 rate (plan_isa.cpp), so
+// such CPUs keep their entries apart: a cache shared with another CPU is not rewritten back and forth.
 std::string disk_key(const std::string& canonical, Isa isa, const TuningHints& hints) {
-  return canonical + '|' + to_string(isa) + '|' + hints_key_text(hints);
+  const bool ymm_rate = isa == Isa::avx512_core && cpu_zmm_at_ymm_rate();
+  return canonical + '|' + to_string(isa) + (ymm_rate ? "@ymm_rate" : "") + '|' + hints_key_text(hints);
 }
 
 std::string entry_file_name(const std::string& key) {

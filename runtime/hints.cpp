@@ -19,7 +19,8 @@ struct TextField {
   std::string TuningHints::*member;
 };
 
-constexpr TextField kText[] = {{"algorithm", &TuningHints::algorithm}, {"layout", &TuningHints::layout}};
+constexpr TextField kText[] = {
+    {"algorithm", &TuningHints::algorithm}, {"layout", &TuningHints::layout}, {"isa", &TuningHints::isa}};
 constexpr IntField kInts[] = {
     {"band_rows", &TuningHints::band_rows, -1},
     {"batch_block", &TuningHints::batch_block, -1, true}, {"channels_per_call", &TuningHints::channels_per_call, 0},
@@ -35,7 +36,7 @@ constexpr IntField kInts[] = {
     {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};
 
 // A new field must join the tables above; this tripwire makes sure of it.
-static_assert(sizeof(TuningHints) == (20 * sizeof(int) + 7) / 8 * 8 + 2 * sizeof(std::string),
+static_assert(sizeof(TuningHints) == (20 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
 
 std::string known_fields() {

@@ -544,7 +544,7 @@ bool fuse_x_possible(const Plan& pl) {
   return pl.algorithm == Algorithm::depthwise && need <= vector_registers(pl.isa);
 }
 
-Plan make_plan(const Problem& p, Isa isa, const TuningHints& h) {
+Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
   Plan pl;
   pl.isa = isa;
   pl.lanes = vector_lanes(isa);

@@ -196,8 +196,14 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native);
 bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h);
 
-// The default heuristic, overridden by any non-zero hint. `p` must come from resolve().
-Plan make_plan(const Problem& p, Isa isa, const TuningHints& hints);
+// The default heuristic, overridden by any non-zero hint. `p` must come from resolve(); `cap` from
+// resolve_isa(). The first choice is the instruction set (runtime/plan_isa.cpp), the rest are made for it
+// by make_plan_at, whose hints carry no isa.
+Plan make_plan(const Problem& p, Isa cap, const TuningHints& hints);
+Plan make_plan(const Problem& p, Isa cap, const TuningHints& hints, bool zmm_at_ymm_rate);  // (tests: any CPU)
+Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& hints);
+// The rule behind the second: the family's vectors hold their channels with fewer empty lanes at 8 lanes.
+bool ymm_fills_better(const Plan& zmm, const Plan& ymm);
 // Every choice of a finished plan as hints that make it again (runtime/plan_print.cpp).
 TuningHints plan_choices(const Plan& pl);
 

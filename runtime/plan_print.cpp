@@ -60,6 +60,7 @@ const char* layout_hint(LayoutPath l) {
 TuningHints plan_choices(const Plan& pl) {
   TuningHints c;
   c.algorithm = to_string(pl.algorithm);
+  c.isa = to_string(pl.isa);
   if (pl.algorithm == Algorithm::col) return c;  // its inner kernel is planned by the heuristic
   c.layout = layout_hint(pl.layout);
   c.ur_w = pl.ur_w;

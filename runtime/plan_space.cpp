@@ -38,30 +38,36 @@ bool try_plan(const Problem& p, Isa isa, const TuningHints& h, Plan& out) {
   }
 }
 
-// Family, layout route, halo and batch blocking: the shapes of computation.
-std::vector<Plan> structures(const Problem& p, Isa isa) {
+// Instruction set, family, layout route, halo and batch blocking: the shapes of computation. Under an
+// AVX-512 cap, AVX2 code too (the planner may choose it: runtime/plan_isa.cpp), every candidate naming its
+// ISA so that none is left to that rule.
+std::vector<Plan> structures(const Problem& p, Isa cap) {
   static const char* const kAlgorithms[] = {"direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x", "col_x"};
   std::vector<std::string> layouts{""};
   if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy", "src_in_place"};
   std::vector<Plan> out;
   std::set<std::string> seen;
-  for (const char* algorithm : kAlgorithms)
-    for (const std::string& layout : layouts)
-      for (int halo : {0, 1})
-        for (int batch_block : {0, 1})
-          for (int pairs : {0, 1}) {  // (ic_pairs: bf16 only; elsewhere the planner refuses 1)
-            TuningHints h;
-            h.algorithm = algorithm;
-            if (h.algorithm != "col")
-              h.layout = layout, h.x_halo = halo, h.batch_block = batch_block, h.ic_pairs = pairs;
-            Plan pl;
-            if (!try_plan(p, isa, h, pl)) continue;
-            TuningHints key = pl.choices;  // the structure: what was asked, as the planner resolved it
-            key.ur_w = key.oc_vectors = key.ic_unroll = key.x_split = key.ic_block = key.parallel = key.oc_loop = 0;
-            key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = 0;
-            key.flat_plane = -1;
-            if (seen.insert(hints_key_text(key)).second) out.push_back(pl);
-          }
+  const std::vector<Isa> isas = cap == Isa::avx512_core ? std::vector<Isa>{cap, Isa::avx2} : std::vector<Isa>{cap};
+  for (Isa isa : isas) {
+    for (const char* algorithm : kAlgorithms)
+      for (const std::string& layout : layouts)
+        for (int halo : {0, 1})
+          for (int batch_block : {0, 1})
+            for (int pairs : {0, 1}) {  // (ic_pairs: bf16 only; elsewhere the planner refuses 1)
+              TuningHints h;
+              h.isa = to_string(isa);
+              h.algorithm = algorithm;
+              if (h.algorithm != "col")
+                h.layout = layout, h.x_halo = halo, h.batch_block = batch_block, h.ic_pairs = pairs;
+              Plan pl;
+              if (!try_plan(p, cap, h, pl)) continue;
+              TuningHints key = pl.choices;  // the structure: what was asked, as the planner resolved it
+              key.ur_w = key.oc_vectors = key.ic_unroll = key.x_split = key.ic_block = key.parallel = key.oc_loop = 0;
+              key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = 0;
+              key.flat_plane = -1;
+              if (seen.insert(hints_key_text(key)).second) out.push_back(pl);
+            }
+  }
   return out;
 }
 

@@ -99,6 +99,9 @@ struct TuningHints {
   std::string algorithm; // "", "direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x",
                          // "col_x"
   std::string layout;    // NCX data only: "", "row_buffer", "in_kernel", "scratch", "src_copy" (dot)
+  std::string isa;       // "", "avx2", "avx512_core": the instruction set the kernel is generated for, at most
+                         // the cap (Options::max_isa). Unset: the cap, or AVX2 where the CPU runs AVX-512 at
+                         // the AVX2 rate and 8-lane vectors hold the channels with fewer empty lanes.
   int ur_w = 0;          // output pixels per register block (gemm_x, col_x: input vectors; depthwise_x, dot_x:
                          // output vectors)
   int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x, dot_x, col_x: channels)

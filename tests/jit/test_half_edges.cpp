@@ -213,8 +213,7 @@ TEST(HalfKernels, OutputTiesRoundToNearestEven) {
             want[static_cast<size_t>(x)] = sign * (x % 2 ? 1 + 4 * h : 1.0);
           }
           for (int64_t i = 0; i < 2 * co; ++i) w.set(i, 1.0);
-          Options o;
-          o.max_isa = isa;
+          Options o = testing::isa_options(isa);
           o.use_disk_cache = false;
           o.hints.ic_pairs = pairs;
           const Kernel k = compile(d, o);
@@ -248,8 +247,7 @@ TEST(HalfKernels, Bf16SubnormalResultsRoundExactly) {
       if (!isa_available(isa)) continue;
       Descriptor d = descriptor_from_json(shape);
       d.dtype = d.weights_dtype = DType::bf16;
-      Options o;
-      o.max_isa = isa;
+      Options o = testing::isa_options(isa);
       o.use_disk_cache = false;
       o.hints.ic_pairs = 0;
       const Kernel k = compile(d, o);

@@ -999,8 +999,7 @@ TEST_P(KernelCases, DepthwiseAlongXKeepsInfinitiesOutOfTaplessOutputs) {
   Descriptor d = descriptor_from_json(
       R"({"src":[1,16,1,20],"weights":[16,1,1,3],"groups":16,"strides":[1,4],"data_format":"NCX"})");
   d.dtype = d.weights_dtype = dtype();
-  Options o;
-  o.max_isa = isa();
+  Options o = testing::isa_options(isa());
   o.use_cache = false;
   const Kernel k = compile(d, o);
   ASSERT_EQ(nlohmann::json::parse(k.plan_text()).at("algorithm"), "depthwise_x");
@@ -1060,8 +1059,7 @@ TEST_P(KernelCases, ColumnGemm) {
   big.Test();  // 25 MB of weights for 6 pixels: col by default, but not against bf16 channel pairs
   const bool pairs = dtype() == DType::bf16 && isa() == Isa::avx512_core && cpu_bf16_dot();
   EXPECT_EQ(plan_of(big).at("algorithm") == "col", !pairs);
-  Options o;
-  o.max_isa = isa();
+  Options o = testing::isa_options(isa());
   o.use_cache = false;
   o.hints = col;
   const Kernel k = compile(big.descriptor(), o);
@@ -1276,8 +1274,7 @@ TEST_P(KernelCases, HugeKernelAndStrideCompilesInMilliseconds) {
 
 // Large strides and kernels on every axis: code size stays bounded regardless.
 TEST_P(KernelCases, CodeSizeDoesNotGrowWithKernelOrStride) {
-  Options o;
-  o.max_isa = isa();
+  Options o = testing::isa_options(isa());
   o.use_cache = false;
   o.use_disk_cache = false;
   Descriptor small, large;

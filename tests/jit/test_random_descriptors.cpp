@@ -350,9 +350,7 @@ TEST_P(RandomHints, AcceptedHintsAreHonouredAndExact) {
     SCOPED_TRACE("shard " + std::to_string(param.shard) + " descriptor #" + std::to_string(i) + ": " +
                  to_json(d) + " hints: " + to_json(h));
     const int before = failed_parts();
-    Options o;
-    o.max_isa = param.isa;
-    o.hints = h;
+    Options o = testing::isa_options(param.isa, h);
     o.use_cache = false;
     Kernel k;
     try {

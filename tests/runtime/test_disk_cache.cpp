@@ -161,7 +161,7 @@ TEST_F(DiskCache, StoresPrivateEntryThenLoadsIdenticalKernel) {
   EXPECT_EQ(mode_of(dir_), 0700u);
   EXPECT_EQ(mode_of(path), 0600u);
   EXPECT_EQ(fs::path(path).filename().string(),
-            detail::entry_file_name(detail::disk_key(built.problem().canonical, built.isa(), {})));
+            detail::entry_file_name(detail::disk_key(built.problem().canonical, resolve_isa(options().max_isa), {})));
 
   const Kernel loaded = compile_here();
   EXPECT_EQ(loaded.compile_ms(), 0.0);  // served from the disk

@@ -71,11 +71,17 @@ Descriptor DeconvTester::shaped() const {
   return d;
 }
 
-Options DeconvTester::options() const {
+Options isa_options(Isa isa, const TuningHints& hints) {
   Options o;
-  o.max_isa = isa_;
+  o.max_isa = isa;
+  o.hints = hints;
+  if (isa != Isa::best && o.hints.isa.empty()) o.hints.isa = to_string(isa);
+  return o;
+}
+
+Options DeconvTester::options() const {
+  Options o = isa_options(isa_, hints_);
   o.use_cache = use_cache_;
-  o.hints = hints_;
   return o;
 }
 
@@ -127,8 +133,7 @@ std::optional<std::string> unsupported_types(Isa isa, DType t, DType acc) {
   d.weights = {4, 4, 3, 3};
   d.dtype = d.weights_dtype = t;
   d.accumulation = acc;
-  Options o;
-  o.max_isa = isa;
+  Options o = isa_options(isa);
   o.use_disk_cache = false;
   try {
     compile(d, o);

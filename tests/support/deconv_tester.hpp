@@ -90,6 +90,10 @@ class DeconvTester {
 
 bool cpu_has_avx512_fp16();  // arithmetic in halves (vfmadd*ph), which f16 accumulation needs
 
+// Options that run `isa`'s own code: the ISA as a cap and as the plan's choice (under an AVX-512 cap the
+// planner may choose AVX2 code on some CPUs, runtime/plan_isa.cpp; a test of AVX-512 code must not get it).
+Options isa_options(Isa isa, const TuningHints& hints = {});
+
 // Why compile() refuses data of type t (with sums in acc) on `isa` as Unsupported, judged on a tiny
 // problem; nullopt when it builds such kernels. Only sums in f16 are ever excused (every dtype has
 // kernels with f32 sums).
