@@ -22,6 +22,7 @@ constexpr double kMaxFlops = 2e6;
 void run_and_compare(const Descriptor& d, const Problem& p, Isa isa) {
   Options o;
   o.max_isa = isa;
+  o.hints.isa = to_string(isa);  // that ISA's own code (an AVX-512 cap may plan AVX2 code on some CPUs)
   o.use_cache = false;
   o.use_disk_cache = false;
   Kernel k;

@@ -97,16 +97,20 @@ Descriptor col_inner_descriptor(const Problem& p) {
   return d;
 }
 
-std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, Isa isa,
-                                                const Options& options) {
+Options col_inner_options(const Plan& plan, const Options& options) {
+  Options inner = options;
+  inner.max_isa = plan.isa;
+  inner.hints = {};
+  inner.hints.isa = to_string(plan.isa);  // (which also keeps the tuning database out, as plan_col does)
+  return inner;
+}
+
+std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, const Options& options) {
   const auto t0 = std::chrono::steady_clock::now();
   auto k = std::make_shared<CompiledKernel>();
   k->problem = p;
   k->plan = plan;
-  Options inner = options;
-  inner.max_isa = isa;
-  inner.hints = {};
-  k->inner = compile(col_inner_descriptor(p), inner);
+  k->inner = compile(col_inner_descriptor(p), col_inner_options(plan, options));
   const jit::EmittedCode code = jit::emit_col_sum(plan);
   k->code = std::make_unique<jit::CodeBuffer>(code.bytes.data(), code.bytes.size());
   jit_profile_code(k->code->data(), k->code->size(), plan.name + "_sum");

@@ -28,8 +28,7 @@ struct CompiledKernel {
 
 // col (runtime/col.cpp): builds the composite around its inner kernel (compiled through compile(), so it
 // is cached in memory and on disk like any kernel); packs; executes (runtime/executor.cpp).
-std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, Isa isa,
-                                                const Options& options);
+std::shared_ptr<const CompiledKernel> build_col(const Problem& p, const Plan& plan, const Options& options);
 void pack_col_weights(const CompiledKernel& k, const void* weights, float* out);
 // The kernel whose packed weights a Kernel's PackedWeights hold (the inner one for col).
 inline const CompiledKernel& weights_owner(const CompiledKernel& k) {

@@ -406,12 +406,9 @@ DiskCacheLookup disk_cache_lookup(const Descriptor& d, const Options& given) {
   detail::PlanSource source(given);
   const Options& options = source.resolve_hints(p, isa);
   // A col kernel has no code of its own: its inner GEMM kernel is the entry.
-  if (detail::make_plan(p, isa, options.hints).algorithm == detail::Algorithm::col) {
-    Options inner = options;
-    inner.max_isa = isa;
-    inner.hints = {};
-    return disk_cache_lookup(detail::col_inner_descriptor(p), inner);
-  }
+  const detail::Plan plan = detail::make_plan(p, isa, options.hints);
+  if (plan.algorithm == detail::Algorithm::col)
+    return disk_cache_lookup(detail::col_inner_descriptor(p), detail::col_inner_options(plan, options));
   DiskCacheLookup out;
   const std::string dir = detail::disk_cache_dir(options);
   if (dir.empty()) {

@@ -84,7 +84,8 @@ struct ValidEntry {
 };
 // Checks identity (version, build, ISA and CPU features, key, plan, entry points) against `want`; the
 // code checksum is left to the caller, over the bytes it will run. The stored plan hash is compared only
-// when asked: make_plan is a pure function of (problem, ISA, hints) within one build, so once the key
+// when asked: make_plan is a pure function of (problem, ISA, hints) within one build and kind of CPU (the
+// key marks those that run AVX-512 at the AVX2 rate), so once the key
 // and the build id match it can only differ in a build without an id (see build_has_id).
 ValidEntry check_entry(const EntryView& v, const EntryExpectation& want, bool compare_plan_hash);
 bool build_has_id();

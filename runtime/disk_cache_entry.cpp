@@ -180,11 +180,13 @@ uint64_t entry_hash(const uint8_t* data, size_t bytes, uint64_t seed) {
 
 uint64_t code_checksum(const uint8_t* code, size_t bytes) { return entry_hash(code, bytes, kCodeSeed); }
 
+constexpr const char* kYmmRateMark = "@ymm_rate";
+
 // The plan under an AVX-512 cap depends on whether the CPU runs AVX-512 at the AVX2 rate (plan_isa.cpp), so
 // such CPUs keep their entries apart: a cache shared with another CPU is not rewritten back and forth.
 std::string disk_key(const std::string& canonical, Isa isa, const TuningHints& hints) {
   const bool ymm_rate = isa == Isa::avx512_core && cpu_zmm_at_ymm_rate();
-  return canonical + '|' + to_string(isa) + (ymm_rate ? "@ymm_rate" : "") + '|' + hints_key_text(hints);
+  return canonical + '|' + to_string(isa) + (ymm_rate ? kYmmRateMark : "") + '|' + hints_key_text(hints);
 }
 
 std::string entry_file_name(const std::string& key) {
@@ -429,6 +431,11 @@ EntryExpectation expectation_from_claims(const EntryClaims& c) {
   if (want.isa == Isa::best) reject("entry names no concrete ISA");
   want.hints = c.hints;
   want.key = disk_key(want.problem.canonical, want.isa, want.hints);
+  // An entry of a shared cache made on the other kind of AVX-512 CPU (disk_key): not corrupt, not for here.
+  const bool here = want.key.find(kYmmRateMark) != std::string::npos;
+  if (c.key != want.key && (c.key.find(kYmmRateMark) != std::string::npos) != here)
+    reject(std::string("made for a CPU that runs AVX-512 ") + (here ? "at its full rate" : "at the AVX2 rate") +
+           ", which plans differently: not used on this one");
   return want;
 }
 

@@ -120,7 +120,7 @@ Kernel compile(const Descriptor& d, const Options& options) {
     const Options& o = source.resolve_hints(problem(), isa);
     // col is a composite around an inner kernel that is itself compiled (and cached) like any other.
     const detail::Plan plan = detail::make_plan(problem(), isa, o.hints);
-    if (plan.algorithm == detail::Algorithm::col) return detail::build_col(problem(), plan, isa, o);
+    if (plan.algorithm == detail::Algorithm::col) return detail::build_col(problem(), plan, o);
     return detail::build_or_load(problem(), isa, o);
   };
   detail::CacheLookup found;

@@ -435,7 +435,8 @@ void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h) {
   others.algorithm.clear();
   check_hint(others.empty(), "algorithm col takes no other hints (its inner GEMM is planned by the "
                              "heuristic)");
-  const Plan inner = make_plan(resolve(col_inner_descriptor(p)), isa, {});
+  // The inner kernel is col's own ISA's code (build_col pins it the same way).
+  const Plan inner = make_plan_at(resolve(col_inner_descriptor(p)), isa, {});
   pl.algorithm = Algorithm::col;
   pl.layout = p.data_format == DataFormat::NXC ? LayoutPath::nxc : LayoutPath::ncx_via_scratch;
   pl.ur_w = inner.ur_w;

@@ -344,5 +344,7 @@ inline int col_x_tile_vectors(const Plan& pl) { return pl.block_over_batch ? 1 :
 // images of prod(in) pixels, C_IN -> taps * C_OUT channels (channel t * C_OUT + co), kernel 1, NXC.
 bool col_preferred(const Problem& p);
 Descriptor col_inner_descriptor(const Problem& p);
+// The inner kernel's options: the col plan's own ISA (as cap and choice), the heuristic's plan.
+Options col_inner_options(const Plan& plan, const Options& options);
 
 }  // namespace deconvjit::detail

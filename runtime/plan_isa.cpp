@@ -7,8 +7,8 @@
 // Measured on Zen 4 (2 threads, every suite and holdout layer, both layouts, the two ISAs' default kernels
 // interleaved, docs/data/isa_choice_zen4_2t.jsonl): over the 438 direct-family rows AVX-512 is 1.06x faster
 // where both fill their lanes equally (more registers, larger blocks), and AVX2 1.16x faster (34 of 39
-// rows) where it fills 1.3x more of them: 12, 19-24 output channels in 2 zmm against 3 ymm, 40 in 3 against
-// 5. The dot family alike on its input channels (8 of 16 lanes: 1.66x). The rule moves 50 rows, all in the
+// rows) where it fills 1.3x more of them: 19-24 output channels in 2 zmm against 3 ymm (12 where gemm folds
+// two x phases into 24); 40 in 3 against 5 fills only 1.2x more, mixed (0.92-1.29). The dot family alike on its input channels (8 of 16 lanes: 1.66x). The rule moves 50 rows, all in the
 // holdout sets (no suite layer has such channel counts): f32 1.23x geomean (0.91-1.66; the two below 1.0
 // are one 20 us layer), f16 1.22x on 48 of them (docs/data/isa_choice_f16_changed_zen4_2t.jsonl).
 #include "runtime/cpu.hpp"
@@ -25,7 +25,7 @@ double vector_fill(const Plan& pl) {
 
 // Hints that count vectors or lanes were written for one width; the rule does not reinterpret them.
 bool width_pinned(const TuningHints& h) {
-  return h.ur_w || h.oc_vectors || h.ic_unroll || h.ic_block || h.channels_per_call;
+  return h.ur_w || h.oc_vectors || h.ic_unroll || h.ic_block || h.channels_per_call || h.oc_loop || h.oc_chunk;
 }
 
 Isa hinted_isa(const TuningHints& h, Isa cap) {

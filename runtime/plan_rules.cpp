@@ -10,8 +10,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
   static const std::map<Key, std::string> rules = {
       {{"isa", ""},
        "make_plan (plan_isa.cpp): the cap, except on CPUs that run AVX-512 at the AVX2 rate (Zen 4) with sums in "
-       "f32 and no hint that counts vectors: AVX2 where both ISAs take the direct, gemm or dot family without "
-       "bf16 channel pairs and 8-lane vectors hold its channels (output; the dot family's input) 1.3x fuller, "
+       "f32 and no hint that counts vectors: AVX2 where both ISAs take the direct, gemm or dot family on f32 or "
+       "f16 data and 8-lane vectors hold its channels (output; the dot family's input) 1.3x fuller, "
        "at least 3/4 full (ymm_fills_better)"},
       {{"algorithm", ""},
        "choose_algorithm: one channel per group (G>1) -> depthwise; at most 4 output channels per group and at "

@@ -278,8 +278,8 @@ struct PlanCandidate {
   TuningHints hints;
   double model_ms = 0;
 };
-// Every distinct plan the emitters can build for the problem on `isa` (Isa::best: as compile() resolves
-// it): every applicable family, NCX layout route, halo and batch blocking, every register tile that fits,
+// Every distinct plan the emitters can build for the problem under the cap `isa` (Isa::best: as compile()
+// resolves it; under an AVX-512 cap AVX2 plans too, each naming its ISA in hints.isa): every applicable family, NCX layout route, halo and batch blocking, every register tile that fits,
 // and the numeric choices (ic_unroll, x_split, ic_block, threading, and the families' own blocking) over a
 // ladder of values (docs/TUNING.md lists it). Sorted by model_ms, fastest first; `threads` 0 means the
 // default arena's concurrency.
@@ -317,8 +317,9 @@ void tuning_db_store(const std::string& path, const TuningRecord& r);
 // Removes the file; returns how many records it held.
 size_t tuning_db_clear(const std::string& path);
 
-// The ISA `compile` would use with these options on this CPU; throws Error(IsaUnavailable) if the requested
-// cap names an ISA the CPU lacks.
+// The ISA cap `compile` would plan under with these options on this CPU (the kernel's own ISA is the plan's
+// choice, Kernel::isa(): AVX2 code under an AVX-512 cap on some CPUs, see TuningHints::isa); throws
+// Error(IsaUnavailable) if the requested cap names an ISA the CPU lacks.
 Isa resolve_isa(Isa requested);
 bool isa_available(Isa isa);
 Isa isa_from_string(const std::string& s);  // "avx2", "avx512_core", "best"; throws InvalidArgument

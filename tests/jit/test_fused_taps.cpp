@@ -197,8 +197,8 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
     return DeconvTester().layout(DataFormat::NXC).channels(56, co).input({64, 64}).kernel({k, k}).stride({s, s})
         .dtype(t);
   };
-  // (make_plan is pure: f32 and f16 plans for either ISA need no particular CPU)
-  auto plan_on = [](const DeconvTester& t, Isa isa) { return detail::make_plan(resolve(t.descriptor()), isa, {}); };
+  // (make_plan is pure: f32 and f16 plans of either ISA's own code need no particular CPU)
+  auto plan_on = [](const DeconvTester& t, Isa isa) { return detail::make_plan(resolve(t.descriptor()), isa, {}, false); };
   const detail::Plan one = plan_on(dot(1, 9, 2, DType::f16), Isa::avx512_core);
   ASSERT_EQ(one.algorithm, detail::Algorithm::dot);
   EXPECT_EQ(one.fused_x_taps, 5);

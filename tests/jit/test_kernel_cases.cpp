@@ -1061,18 +1061,23 @@ TEST_P(KernelCases, ColumnGemm) {
   EXPECT_EQ(plan_of(big).at("algorithm") == "col", !pairs);
   Options o = testing::isa_options(isa());
   o.use_cache = false;
+  const std::string pin = o.hints.isa;  // (kept as the hints change below)
   o.hints = col;
+  o.hints.isa = pin;
   const Kernel k = compile(big.descriptor(), o);
   EXPECT_GT(k.code_size(), 0u);
   TuningHints bad = col;
   bad.ur_w = 2;
   o.hints = bad;
+  o.hints.isa = pin;
   EXPECT_THROW(compile(big.descriptor(), o), Error);
   TuningHints tile;  // a tile hint without an algorithm keeps the family that can honour it
   tile.ur_w = 2;
   o.hints = tile;
+  o.hints.isa = pin;
   EXPECT_EQ(nlohmann::json::parse(compile(big.descriptor(), o).plan_text()).at("ur_w"), 2);
   o.hints = col;
+  o.hints.isa = pin;
   EXPECT_THROW(compile(T().groups(2).channels(4, 4).input({2, 2}).kernel({2, 2}).descriptor(), o), Error);
 }
 

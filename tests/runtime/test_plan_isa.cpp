@@ -3,7 +3,9 @@
 // is planned here for both kinds of CPU, whatever this one is.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/cpu.hpp"
@@ -97,8 +99,33 @@ TEST(PlanIsa, ChosenAvxTwoKernelMatchesTheReference) {
   direct24().dtype(DType::f16).Test();
 }
 
+// col's inner GEMM kernel is the col plan's own ISA's code: asked for AVX2 under an AVX-512 cap, the same
+// kernel, with the same packed weights, as under an AVX2 cap (not AVX-512 code under an AVX2 name).
+TEST(PlanIsa, ColInnerKernelIsTheColPlansIsa) {
+  if (resolve_isa(Isa::avx512_core) != Isa::avx512_core)
+    GTEST_SKIP() << "no AVX-512 (or capped by DECONVJIT_MAX_ISA): nothing to tell the two caps apart";
+  const Descriptor d = DeconvTester().channels(64, 32).input({4, 4}).kernel({4, 4}).stride({2, 2})
+                           .layout(DataFormat::NXC).descriptor();
+  Options under_z, under_y;
+  under_z.max_isa = Isa::avx512_core;
+  under_y.max_isa = Isa::avx2;
+  under_z.use_cache = under_y.use_cache = false;
+  under_z.use_disk_cache = under_y.use_disk_cache = false;
+  under_z.hints.algorithm = under_y.hints.algorithm = "col";
+  under_z.hints.isa = "avx2";
+  const Kernel kz = compile(d, under_z), ky = compile(d, under_y);
+  EXPECT_EQ(kz.isa(), Isa::avx2);
+  EXPECT_EQ(kz.name(), ky.name());
+  std::vector<float> w(static_cast<size_t>(64 * 32 * 16));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.0f;
+  const PackedWeights pz = kz.pack_weights(w), py = ky.pack_weights(w);
+  ASSERT_EQ(pz.size_bytes(), py.size_bytes());
+  EXPECT_EQ(std::memcmp(pz.data(), py.data(), pz.size_bytes()), 0) << "packed for another inner kernel";
+}
+
 TEST(PlanIsa, PlanSpaceOffersBothUnderAnAvx512Cap) {
-  if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "no AVX-512: the space holds AVX2 plans only";
+  if (resolve_isa(Isa::avx512_core) != Isa::avx512_core)
+    GTEST_SKIP() << "no AVX-512 (or capped by DECONVJIT_MAX_ISA): the space holds AVX2 plans only";
   const Problem p = resolve(direct24().descriptor());
   int ymm = 0, zmm = 0;
   for (const PlanCandidate& c : enumerate_plans(p, Isa::avx512_core, 2)) {

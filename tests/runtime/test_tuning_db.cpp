@@ -119,7 +119,7 @@ TEST_F(TuningDb, CompileFollowsAUsableRecordAndIgnoresOneThatNoLongerBuilds) {
   ASSERT_NE(wanted.name(), heuristic.name());
   // Records are kept per thread count: compile() looks up its arena's concurrency.
   const int threads = tbb::this_task_arena::max_concurrency();
-  TuningRecord r = make_tuning_record(resolve(d), heuristic.isa(), threads);
+  TuningRecord r = make_tuning_record(resolve(d), resolve_isa(Isa::best), threads);
   r.hints = wanted.choices();
   tuning_db_store(db_, r);
   EXPECT_EQ(compile(d, options()).name(), wanted.name());

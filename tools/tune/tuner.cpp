@@ -158,7 +158,7 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
   const double left1 = std::max(0.0, budget_s * 0.6 - (bench::now_s() - t0));
   const size_t n1 = affordable(kDistinctKernels + kPerStructure + 1, left1, once, &min_time);
   std::set<std::string> kernels{pool[0].plan.kernel}, routes;
-  auto route = [](const TuningHints& h) { return h.algorithm + '/' + h.layout; };
+  auto route = [](const TuningHints& h) { return h.isa + '/' + h.algorithm + '/' + h.layout; };  // (ISA too: code apart)
   routes.insert(route(pool[0].plan.hints));
   // Pass 0 takes the model's best distinct kernels until kPerStructure places are left, then only kernels
   // of families or routes not yet in (the model's ranking across families is the least trustworthy part);
