@@ -42,8 +42,8 @@ bool nt_stores_possible(const Plan& pl) {
 // - direct at 64-72 FLOPs per byte from 32 MB: 1.06-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
 //   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); 0.98-1.03x at 16 MB; at 108 FLOPs per
 //   byte and more, 0.96-1.01x;
-// - gemm lost on all its large outputs (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte), so it
-//   keeps plain stores unless hinted;
+// - gemm lost on all its large outputs there (0.77-1.01x, swinunetr_dec1 0.77x at 24 FLOPs per byte, 96
+//   folded channels), so it keeps plain stores except where its pixels are wide (gemm_nt_pays);
 // - the row buffer's flush (NCX, AVX-512) from 4 MB: f32 1.00-1.18x on all 33 such suite layers, at any
 //   arithmetic (unet3d_up3 1.18x at 64 FLOPs per byte, johnson_up2_b4 1.16x, pix2pixhd_g1_up1 1.00x at
 //   1152); at 2-3.5 MB 0.89-1.09x (dilated_syn 0.89x), below 0.91-1.06x. bf16 from 4 MB 0.996-1.10x on
@@ -53,6 +53,18 @@ bool nt_stores_possible(const Plan& pl) {
 // long next to the same stores, so the bound halves (AVX2: depthwise 1.3-2.1x faster, direct at 64-72 FLOPs
 // per byte 4-7% slower), and bf16 channel pairs (twice the rate) double it.
 constexpr double kNtStoreFlopsPerByte = 96;
+
+// gemm (f32, AVX-512) from outputs of 512 bytes or more per pixel (128+ folded channels). Zen 4, 2 threads,
+// 76 layers drawn for it (1x1 and K == s, 2-D and 3-D, 8-64 input channels, 16-80 MB of output;
+// docs/data/gemm_nt_sweep_zen4_2t.jsonl): at 40-80 MB all 36 such gain, 1.10-2.03x (8 input channels
+// into 128: 1.24-1.68x); narrower pixels lose or tie at any size (0.57-1.20; 16-32 channels from 8 inputs
+// 0.58-0.94), as at 16 MB do 8 input channels (0.65-0.69). Layers of the holdout sets: seed 71's ho01
+// (8 -> 512, 51 MB) 1.92x; seed 37's ho19 (16 -> 384, 19 MB) 1.20x and pointpillars_up1_k1 (27 MB) 1.12x
+// sit below the output bound, as do the earlier losses (ho05 of seed 37, 32 folded channels: 0.69x).
+bool gemm_nt_pays(const Plan& pl) {
+  return pl.algorithm == Algorithm::gemm && pl.isa == Isa::avx512_core && pl.dtype == DType::f32 &&
+         pl.oc_per_group * pl.elem_bytes() >= 512;
+}
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = nt_stores_possible(pl);
@@ -67,7 +79,7 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool big = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
   const bool wanted = row_buffered(pl.layout)
                           ? big
-                          : pl.algorithm != Algorithm::gemm && big &&
+                          : (pl.algorithm != Algorithm::gemm || gemm_nt_pays(pl)) && big &&
                                 p.flops() <= kNtStoreFlopsPerByte * pl.lanes / 16 * (pl.ic_pairs ? 2 : 1) * dst_bytes;
   pl.nt_stores = possible && (h.nt_stores >= 0 ? h.nt_stores == 1 : wanted);
 }

@@ -1,0 +1,42 @@
+// The default choice of non-temporal output stores (runtime/plan_stores.cpp), planned for any CPU.
+#include <gtest/gtest.h>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/plan.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/plan_helpers.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+using testing::DeconvTester;
+
+// 1x1 from 8 input channels: `oc` output channels over `pixels` NXC pixels.
+DeconvTester pointwise(int64_t oc, int64_t rows, int64_t cols) {
+  return DeconvTester().batch(16).channels(8, oc).input({rows, cols}).kernel({1, 1}).layout(DataFormat::NXC);
+}
+
+TEST(PlanStores, GemmStoresWidePixelsPastTheCachesNonTemporally) {
+  // 8 -> 512 over 16 x 28 x 56 pixels: 51 MB of 2 KB pixels (holdout s71 ho01, 1.92x).
+  const Plan wide = plan_for(pointwise(512, 28, 56), Isa::avx512_core);
+  ASSERT_EQ(wide.algorithm, Algorithm::gemm);
+  EXPECT_TRUE(wide.nt_stores);
+  // 128-byte pixels lost at every size (0.57-0.94), even at 80 MB.
+  const Plan narrow = plan_for(pointwise(32, 196, 200), Isa::avx512_core);
+  ASSERT_EQ(narrow.algorithm, Algorithm::gemm);
+  EXPECT_FALSE(narrow.nt_stores);
+  // An output the caches keep (3 MB), and the types and ISA not measured, keep plain stores.
+  EXPECT_FALSE(plan_for(pointwise(512, 7, 14), Isa::avx512_core).nt_stores);
+  EXPECT_FALSE(plan_for(pointwise(512, 28, 56).dtype(DType::f16), Isa::avx512_core).nt_stores);
+  EXPECT_FALSE(plan_for(pointwise(512, 28, 56), Isa::avx2).nt_stores);
+  // The hint still decides both ways.
+  TuningHints off;
+  off.nt_stores = 0;
+  EXPECT_FALSE(plan_for(pointwise(512, 28, 56), Isa::avx512_core, off).nt_stores);
+  TuningHints on;
+  on.nt_stores = 1;
+  EXPECT_TRUE(plan_for(pointwise(32, 196, 200), Isa::avx512_core, on).nt_stores);
+}
+
+}  // namespace
+}  // namespace deconvjit::detail
