@@ -581,6 +581,9 @@ TEST(PlanHeuristic, HaloMergesNarrowBorderRuns) {
   EXPECT_FALSE(halo(DeconvTester(k7).channels(80, 12).input({7, 200})));  // 6 of 200: blocks stay whole
   EXPECT_FALSE(halo(DeconvTester(k7).channels(80, 2)));      // 196 FLOPs per source element
   EXPECT_FALSE(halo(DeconvTester(k7).input({1, 1})));        // 6 of 7 taps on zeros
+  // Rows of 4 under the 7 taps: 16 FMAs on data, 12 on zeros (holdout s71 ho22); of 3: 9 and 12.
+  EXPECT_TRUE(halo(DeconvTester(k7).channels(512, 24).input({9, 4})));
+  EXPECT_FALSE(halo(DeconvTester(k7).channels(160, 19).input({7, 3})));
   EXPECT_FALSE(halo(DeconvTester(k7).batch(8).input({4, 4})));  // blocks across images
   // Border runs of one tap per pixel (4 taps at stride 2, no pads) cost little without it.
   TuningHints direct;
