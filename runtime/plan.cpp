@@ -134,6 +134,13 @@ bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
          h.widen_src != 1 && !widening_repays_on_avx2(pl.oc_per_group, taps);
 }
 
+// Products summed into each output element: the reduction's channels times the taps of a phase.
+int64_t products_per_output(const Plan& pl) {
+  int64_t taps = 1;
+  for (const Axis& a : pl.axes) taps *= ceil_div(a.kernel, a.stride);
+  return pl.ic_per_group * taps;
+}
+
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   const bool z = pl.isa == Isa::avx512_core;
   int nv = z ? 4 : 2;
@@ -147,6 +154,15 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   // 15.4 -> 14.3, fcn8s_upscore2 0.040 -> 0.038. (The direct and depthwise families measured mixed to
   // worse: hifigan_up4 2.2 -> 2.7, dla_up_dw256 0.028 -> 0.043.)
   if (!z && pl.algorithm == Algorithm::gemm && n_vec >= 3) nv = 3;
+  // But in f32 where each output sums at most 64 products the stores set the pace, and a block of 3 ymm
+  // vectors (1.5 lines) leaves lines half written for the next block: 2 pixels x 4 vectors write whole
+  // lines. Zen 4, 2 threads: 76 gemm layers drawn for it (8-64 input channels, 16-80 MB of output)
+  // 0.96-2.36x (docs/data/gemm_tile2x4_avx2_sweep_zen4_2t.jsonl); the 39 suite and holdout rows it moves
+  // 1.10x geomean, 0.78-1.89 (enet_fullconv 1.78x; 19 output channels over 32 inputs 0.78-0.82). bf16
+  // and f16, whose vectors are half as many bytes, lost (0.96x, 1.07x with 9 of 39 below 0.95), so keep 3
+  // (docs/data/gemm_tile2x4_avx2_changed_zen4_2t.txt).
+  if (!z && pl.algorithm == Algorithm::gemm && pl.dtype == DType::f32 && n_vec >= 4 && products_per_output(pl) <= 64)
+    nv = 4;
   if (f16_avx2_wide_block(pl, h, n_vec)) nv = 4;
   if (h.oc_vectors) nv = h.oc_vectors;
   check_hint(nv >= 1 && max_ur_w(pl.isa, nv) >= 1, "oc_vectors " + std::to_string(nv) +

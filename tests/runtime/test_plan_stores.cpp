@@ -1,4 +1,5 @@
-// The default choice of non-temporal output stores (runtime/plan_stores.cpp), planned for any CPU.
+// Choices made for the output's stores, planned for any CPU: non-temporal stores (runtime/plan_stores.cpp)
+// and AVX2 gemm's blocks of whole cache lines (choose_tile).
 #include <gtest/gtest.h>
 
 #include "deconvjit/deconvjit.hpp"
@@ -36,6 +37,22 @@ TEST(PlanStores, GemmStoresWidePixelsPastTheCachesNonTemporally) {
   TuningHints on;
   on.nt_stores = 1;
   EXPECT_TRUE(plan_for(pointwise(32, 196, 200), Isa::avx512_core, on).nt_stores);
+}
+
+// AVX2 gemm in f32: where each output sums at most 64 products, blocks of 4 ymm vectors (2 lines) rather
+// than 3 (1.5 lines, leaving lines half written for the next block).
+TEST(PlanStores, AvxTwoGemmWritesWholeLinesWhereStoresSetThePace) {
+  auto k2s2 = [](int64_t ic) {
+    return DeconvTester().channels(ic, 64).input({20, 20}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC);
+  };
+  const Plan short_sums = plan_for(k2s2(16), Isa::avx2);
+  ASSERT_EQ(short_sums.algorithm, Algorithm::gemm);
+  EXPECT_EQ(short_sums.oc_vectors, 4);
+  EXPECT_EQ(short_sums.ur_w, 2);
+  EXPECT_EQ(plan_for(k2s2(64), Isa::avx2).oc_vectors, 4);
+  EXPECT_EQ(plan_for(k2s2(128), Isa::avx2).oc_vectors, 3);                  // the FMAs set the pace
+  EXPECT_EQ(plan_for(k2s2(16).dtype(DType::bf16), Isa::avx2).oc_vectors, 3);  // measured slower
+  EXPECT_EQ(plan_for(k2s2(16), Isa::avx512_core).oc_vectors, 4);            // zmm: whole lines anyway
 }
 
 }  // namespace
