@@ -61,7 +61,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
-       "gemm's long channel runs and for an odd multiple of 3 vectors; 4 for f16 in the direct family where "
+       "gemm's long channel runs, but 4 in f32 gemm where each output sums at most 64 products: whole lines; 3 "
+       "for an odd multiple of 3 vectors; 4 for f16 in the direct family where "
        "each broadcast is converted and the channels fill whole blocks of 4: f16_avx2_wide_block), never "
        "more than the channels need"},
       {{"oc_vectors", "gemm_x"}, "plan_gemm_x: as many output channels as fit 24 accumulators"},
