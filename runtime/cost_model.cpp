@@ -152,11 +152,12 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
     e = rows_family(pl, p);
   }
   // Plain stores read each line of an output the caches cannot keep before writing it (write-allocate);
-  // non-temporal ones do not, but pay for it where the output would have stayed cached, and in gemm,
-  // which measured slower with them at every size (choose_nt_stores).
+  // non-temporal ones do not, but pay for it where the output would have stayed cached, and in gemm but
+  // where its pixels are wide (gemm_nt_pays: narrower ones measured slower at every size).
   const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
   const bool past_caches = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
-  if (pl.nt_stores ? !past_caches || pl.algorithm == Algorithm::gemm : past_caches) e.extra_bytes += dst_bytes;
+  const bool nt_loses = pl.algorithm == Algorithm::gemm && !gemm_nt_pays(pl);
+  if (pl.nt_stores ? !past_caches || nt_loses : past_caches) e.extra_bytes += dst_bytes;
   // A widened source is a pass writing twice its bytes, then read as f32; where widen_src_pays says it
   // does not pay, count that, and where it pays, the widening per read the kernel would do instead.
   // Bands cost nothing where band_rows_pay says they pay and a little where not, as the copy they replace.

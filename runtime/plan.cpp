@@ -137,7 +137,7 @@ bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
 // Products summed into each output element: the reduction's channels times the taps of a phase.
 int64_t products_per_output(const Plan& pl) {
   int64_t taps = 1;
-  for (const Axis& a : pl.axes) taps *= ceil_div(a.kernel, a.stride);
+  for (const Axis& a : pl.axes) taps *= ceil_div(a.kernel, a.tap_k_step);  // (a phase's taps, as max_x_taps)
   return pl.ic_per_group * taps;
 }
 
@@ -158,9 +158,11 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   // vectors (1.5 lines) leaves lines half written for the next block: 2 pixels x 4 vectors write whole
   // lines. Zen 4, 2 threads: 76 gemm layers drawn for it (8-64 input channels, 16-80 MB of output)
   // 0.96-2.36x (docs/data/gemm_tile2x4_avx2_sweep_zen4_2t.jsonl); the 39 suite and holdout rows it moves
-  // 1.10x geomean, 0.78-1.89 (enet_fullconv 1.78x; 19 output channels over 32 inputs 0.78-0.82). bf16
-  // and f16, whose vectors are half as many bytes, lost (0.96x, 1.07x with 9 of 39 below 0.95), so keep 3
-  // (docs/data/gemm_tile2x4_avx2_changed_zen4_2t.txt).
+  // 1.10x geomean, 0.78-1.89 (enet_fullconv 1.78x). The three losses (0.78-0.93: 19 output channels over
+  // 32 inputs, 24 over 24 at stride 3) end in a block of one vector, but so do two large gains (20 channels
+  // over 16-20 inputs, 1.22-1.78x): left as they are. 64 is the top of the range measured, not a measured
+  // crossover. bf16 and f16, whose vectors are half as many bytes, lost (0.96x, 1.07x with 9 of 39 below
+  // 0.95), so keep 3 (docs/data/gemm_tile2x4_avx2_changed_zen4_2t.txt).
   if (!z && pl.algorithm == Algorithm::gemm && pl.dtype == DType::f32 && n_vec >= 4 && products_per_output(pl) <= 64)
     nv = 4;
   if (f16_avx2_wide_block(pl, h, n_vec)) nv = 4;

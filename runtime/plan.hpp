@@ -308,6 +308,7 @@ inline bool flush_in_tiles(const Plan& pl) {
   return pl.isa == Isa::avx512_core && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
 }
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
+bool gemm_nt_pays(const Plan& pl);  // gemm's non-temporal stores where its (folded) pixels are wide
 // The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
 // the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches

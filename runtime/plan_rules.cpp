@@ -61,8 +61,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
-       "gemm's long channel runs, but 4 in f32 gemm where each output sums at most 64 products: whole lines; 3 "
-       "for an odd multiple of 3 vectors; 4 for f16 in the direct family where "
+       "gemm's long channel runs, but 4 (of 4+) in f32 gemm where each output sums at most 64 products: whole "
+       "lines; 3 otherwise for an odd multiple of 3 vectors; 4 for f16 in the direct family where "
        "each broadcast is converted and the channels fill whole blocks of 4: f16_avx2_wide_block), never "
        "more than the channels need"},
       {{"oc_vectors", "gemm_x"}, "plan_gemm_x: as many output channels as fit 24 accumulators"},
@@ -94,7 +94,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_halo: zero columns around the source when the arithmetic per source element is at least "
        "2048 FLOP, the halo is small next to the row and merges some border run of 1-3 pixels (none with a "
        "dilation of 4+), or at least 768 FLOP and the halo merges border "
-       "runs of 1-3 pixels holding 8%+ of the row's FMAs, adding at most two thirds of zeros (not in gemm, "
+       "runs of 1-3 pixels holding 8%+ of the row's FMAs, adding no more FMAs on zeros than on data (not in gemm, "
        "nor across images)"},
       {{"ic_pairs", ""},
        "choose_ic_pairs: bf16 data in the direct, gemm, dot, col_x and gemm_x families on a CPU with avx512_bf16 reduces "
@@ -102,7 +102,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"nt_stores", ""},
        "choose_nt_stores: non-temporal stores (where a block starts on a cache line) for outputs of at least 24 MB "
        "(NXC) or 2 MB (NCX planes) with at most 96 FLOPs per output byte (48 at AVX2's half rate, 192 with bf16 "
-       "pairs), in the direct, depthwise, depthwise_x and dot_x families (gemm measured slower with them); "
+       "pairs), in the direct, depthwise, depthwise_x and dot_x families, and in gemm for f32 on AVX-512 where a folded pixel "
+       "holds 512+ bytes of output (gemm_nt_pays; narrower ones measured slower); "
        "NCX through the row buffer: by its flush from 4 MB of output at any arithmetic"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 1 MiB of operands; smaller problems run on the calling thread"},

@@ -56,11 +56,12 @@ constexpr double kNtStoreFlopsPerByte = 96;
 
 // gemm (f32, AVX-512) from outputs of 512 bytes or more per pixel (128+ folded channels). Zen 4, 2 threads,
 // 76 layers drawn for it (1x1 and K == s, 2-D and 3-D, 8-64 input channels, 16-80 MB of output;
-// docs/data/gemm_nt_sweep_zen4_2t.jsonl): at 40-80 MB all 36 such gain, 1.10-2.03x (8 input channels
+// docs/data/gemm_nt_sweep_zen4_2t.jsonl): at 40-80 MB all 30 such gain, 1.10-2.03x (8 input channels
 // into 128: 1.24-1.68x); narrower pixels lose or tie at any size (0.57-1.20; 16-32 channels from 8 inputs
-// 0.58-0.94), as at 16 MB do 8 input channels (0.65-0.69). Layers of the holdout sets: seed 71's ho01
-// (8 -> 512, 51 MB) 1.92x; seed 37's ho19 (16 -> 384, 19 MB) 1.20x and pointpillars_up1_k1 (27 MB) 1.12x
-// sit below the output bound, as do the earlier losses (ho05 of seed 37, 32 folded channels: 0.69x).
+// 0.58-0.94), as at 16 MB do 8 input channels (0.65-0.69). Suite and holdout layers: seed 71's ho01
+// (8 -> 512, 51 MB) 1.53-1.92x, pointpillars_up1_k1 (27 MB) 1.17x, the 11 it moves 1.03-1.54x
+// (docs/data/gemm_nt_changed_ab_zen4_2t.txt); seed 37's ho19 (19 MB, 1.20x) sits below the output bound;
+// seed 37's ho05 (32 folded channels, 0.69x) is too narrow. Pixels are the folded ones (C_OUT x stride).
 bool gemm_nt_pays(const Plan& pl) {
   return pl.algorithm == Algorithm::gemm && pl.isa == Isa::avx512_core && pl.dtype == DType::f32 &&
          pl.oc_per_group * pl.elem_bytes() >= 512;

@@ -569,7 +569,7 @@ TEST(PlanHeuristic, NarrowBlocksGetAccumulatorSets) {
 }
 
 // Zero columns merge the narrow runs of border pixels into whole blocks where those runs hold 8%+ of the
-// FMAs, the zeros add at most two thirds and the arithmetic per source element pays for the copy.
+// FMAs, the zeros add no more FMAs than the data has and the arithmetic per source element pays for the copy.
 TEST(PlanHeuristic, HaloMergesNarrowBorderRuns) {
   auto halo = [](const DeconvTester& t) { return plan_for(t, Isa::avx512_core).has_halo(); };
   const DeconvTester k7 = DeconvTester().layout(DataFormat::NXC).channels(80, 40).input({7, 7}).kernel({7, 7})
