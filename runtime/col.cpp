@@ -86,6 +86,23 @@ bool col_preferred(const Problem& p) {
   return possible && (big_weights || fills_lanes);
 }
 
+// col's own plan: the inner GEMM is planned (and compiled) as a kernel of its own; this plan names it.
+void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h) {
+  check_hint(p.groups == 1, "algorithm col needs G=1");
+  TuningHints others = h;
+  others.algorithm.clear();
+  check_hint(others.empty(), "algorithm col takes no other hints (its inner GEMM is planned by the "
+                             "heuristic)");
+  // The inner kernel is col's own ISA's code (build_col pins it the same way).
+  const Plan inner = make_plan_at(resolve(col_inner_descriptor(p)), isa, {});
+  pl.algorithm = Algorithm::col;
+  pl.layout = p.data_format == DataFormat::NXC ? LayoutPath::nxc : LayoutPath::ncx_via_scratch;
+  pl.ur_w = inner.ur_w;
+  pl.oc_vectors = inner.oc_vectors;
+  pl.parallel = inner.parallel;
+  pl.packing = "col/" + inner.packing;
+}
+
 Descriptor col_inner_descriptor(const Problem& p) {
   Descriptor d;
   const int64_t pixels = product(p.in), taps = product(p.kernel);

@@ -345,6 +345,8 @@ inline int col_x_tile_vectors(const Plan& pl) { return pl.block_over_batch ? 1 :
 // images of prod(in) pixels, C_IN -> taps * C_OUT channels (channel t * C_OUT + co), kernel 1, NXC.
 bool col_preferred(const Problem& p);
 Descriptor col_inner_descriptor(const Problem& p);
+// col's own plan (make_plan_at): it names the inner GEMM kernel, planned as a kernel of its own.
+void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h);
 // The inner kernel's options: the col plan's own ISA (as cap and choice), the heuristic's plan.
 Options col_inner_options(const Plan& plan, const Options& options);
 
