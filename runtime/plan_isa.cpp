@@ -5,12 +5,13 @@
 // empty lanes the AVX2 kernel does less arithmetic for the same result.
 //
 // Measured on Zen 4 (2 threads, every suite and holdout layer, both layouts, the two ISAs' default kernels
-// interleaved, docs/data/isa_choice_zen4_2t.jsonl): over the 438 direct-family rows AVX-512 is 1.06x faster
-// where both fill their lanes equally (more registers, larger blocks), and AVX2 1.16x faster (34 of 39
-// rows) where it fills 1.3x more of them: 19-24 output channels in 2 zmm against 3 ymm (12 where gemm folds
-// two x phases into 24); 40 in 3 against 5 fills only 1.2x more, mixed (0.92-1.29). The dot family alike on its input channels (8 of 16 lanes: 1.66x). The rule moves 50 rows, all in the
-// holdout sets (no suite layer has such channel counts): f32 1.23x geomean (0.91-1.66; the two below 1.0
-// are one 20 us layer), f16 1.22x on 48 of them (docs/data/isa_choice_f16_changed_zen4_2t.jsonl).
+// interleaved, docs/data/isa_choice_zen4_2t.jsonl). Of the 438 direct-family rows, on the 379 whose channels
+// fill both widths equally AVX-512 is 1.06x faster (more registers, larger blocks); where AVX2 fills 1.3x
+// more lanes it is 1.16x faster (34 of 39 rows): 19-24 output channels in 2 zmm against 3 ymm (12 where gemm
+// folds two x phases into 24); 40 in 3 against 5 fills only 1.2x more, mixed (0.92-1.29). The dot family
+// alike on its input channels (8 of 16 lanes: 1.66x). The rule moves 50 rows, all in the holdout sets (no
+// suite layer has such channel counts): f32 1.23x geomean (0.91-1.66; the two below 1.0 are one 20 us
+// layer), f16 1.22x on 48 of them (docs/data/isa_choice_f16_changed_zen4_2t.jsonl).
 #include "runtime/cpu.hpp"
 #include "runtime/plan.hpp"
 
@@ -30,6 +31,7 @@ bool width_pinned(const TuningHints& h) {
 
 Isa hinted_isa(const TuningHints& h, Isa cap) {
   if (h.isa.empty()) return cap;
+  // Exactly the two names the plan prints (isa_from_string also takes "best" and "avx512" for caps).
   const Isa isa = h.isa == "avx2" ? Isa::avx2 : h.isa == "avx512_core" ? Isa::avx512_core : Isa::best;
   check_hint(isa != Isa::best, "isa must be \"avx2\" or \"avx512_core\", not \"" + h.isa.substr(0, 32) + "\"");
   check_hint(isa == Isa::avx2 || cap == Isa::avx512_core,

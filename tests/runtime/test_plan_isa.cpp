@@ -32,18 +32,24 @@ TEST(PlanIsa, AvxTwoWhereItsVectorsHoldTheChannelsFuller) {
     DeconvTester t;
     bool ymm;
   };
+  auto nxc = [] { return DeconvTester().layout(DataFormat::NXC); };
   const Case cases[] = {
       {"direct, 24 output channels", direct24(), true},
       {"direct, 24 output channels, NCX", direct24().layout(DataFormat::NCX), true},
-      {"gemm 1x1, 24 output channels", DeconvTester().channels(320, 24).input({25, 25}).kernel({1, 1}).layout(DataFormat::NXC), true},
-      {"direct, 8 output channels", DeconvTester().channels(12, 8).input({9, 9}).kernel({5, 5}).stride({2, 2}).layout(DataFormat::NXC), true},
-      {"dot, 8 input channels", DeconvTester().rank(3).channels(8, 3).input({8, 8, 8}).kernel({3, 3, 3}).stride({2, 2, 2}).layout(DataFormat::NXC), true},
+      {"gemm 1x1, 24 output channels", nxc().channels(320, 24).input({25, 25}).kernel({1, 1}), true},
+      {"direct, 8 output channels", nxc().channels(12, 8).input({9, 9}).kernel({5, 5}).stride({2, 2}), true},
+      {"dot, 8 input channels",
+       nxc().rank(3).channels(8, 3).input({8, 8, 8}).kernel({3, 3, 3}).stride({2, 2, 2}), true},
       {"f16, 24 output channels", direct24().dtype(DType::f16), true},
-      {"16 output channels: both full", DeconvTester().channels(64, 16).input({9, 9}).kernel({3, 3}).layout(DataFormat::NXC), false},
-      {"40 output channels: 5/6 against full, below 1.3x", DeconvTester().channels(32, 40).input({9, 9}).kernel({3, 3}).layout(DataFormat::NXC), false},
-      {"one output channel: 8 lanes mostly empty", DeconvTester().channels(1, 1).input({16, 16}).kernel({4, 4}).stride({2, 2}).layout(DataFormat::NXC), false},
-      {"dot, 64 input channels: both full", DeconvTester().channels(64, 3).input({16, 16}).kernel({4, 4}).stride({2, 2}).layout(DataFormat::NXC), false},
-      {"depthwise: loads, not broadcasts", DeconvTester().channels(24, 24).groups(24).input({16, 16}).kernel({4, 4}).stride({2, 2}).layout(DataFormat::NXC), false},
+      {"16 output channels: both full", nxc().channels(64, 16).input({9, 9}).kernel({3, 3}), false},
+      {"40 output channels: 5/6 against full, below 1.3x", nxc().channels(32, 40).input({9, 9}).kernel({3, 3}),
+       false},
+      {"one output channel: 8 lanes mostly empty",
+       nxc().channels(1, 1).input({16, 16}).kernel({4, 4}).stride({2, 2}), false},
+      {"dot, 64 input channels: both full", nxc().channels(64, 3).input({16, 16}).kernel({4, 4}).stride({2, 2}),
+       false},
+      {"depthwise: loads, not broadcasts",
+       nxc().channels(24, 24).groups(24).input({16, 16}).kernel({4, 4}).stride({2, 2}), false},
       {"sums in f16", direct24().dtype(DType::f16).accumulation(DType::f16), false},
   };
   for (const Case& c : cases) {
