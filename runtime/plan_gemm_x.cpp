@@ -19,6 +19,24 @@ constexpr int kAccumulators = 24;
 // What one core's L2 holds comfortably next to the streams (1 MiB on the machines measured).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
+// A small plane of one image may fit one tile, and then one thread: a task count that does not depend on
+// the threads, as in the other families, halving the row chunk and the channel chunk in turn (a tile's
+// source or weights are then read by several tasks, from L2 or L3). Zen 4, 2 threads, every suite and
+// holdout layer this moves, L2 tiles against smaller ones: from fewer than 16 tasks f32 1.17x (1.00-1.99:
+// holdout s89 ho44, 384 -> 48 channels over one 28x14 plane, one tile, 0.510 -> 0.256 ms; s71 ho07, 4
+// tiles, 1.24x; yolov8n_proto, 7, 1.11x), bf16 1.07x, f16 1.07x+ (ho44 1.96x); from 16 to 31 even (f32 and
+// f16 1.007x, bf16 0.997x: its channel pairs repack the source per task, 0.95x where channels are cut).
+constexpr int64_t kMinTasks = 16;
+
+void split_tiles_for_tasks(Plan& pl, int64_t groups) {
+  const int64_t outer = pl.batch * pl.groups * pl.axes[0].in;
+  auto tasks = [&] { return outer * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk); };
+  for (bool rows = true; tasks() < kMinTasks && (pl.row_chunk > 1 || pl.oc_chunk > 1); rows = !rows) {
+    if ((rows && pl.row_chunk > 1) || pl.oc_chunk == 1) pl.row_chunk = ceil_div(pl.row_chunk, int64_t{2});
+    else pl.oc_chunk = ceil_div(pl.oc_chunk, int64_t{2});
+  }
+}
+
 // Each input channel of a block lies a whole plane further on, so neither an image's source nor all the
 // weights need fit anywhere: a tile of row groups x channel blocks keeps its weights (half of L2) and
 // its rows' source (a quarter) resident while the tile runs.
@@ -28,6 +46,7 @@ void choose_tiles(Plan& pl, const TuningHints& h) {
   const int64_t groups = ceil_div(pl.axes[1].in, pl.rows_per_block);
   pl.oc_chunk = std::clamp<int64_t>(kL2Bytes / 2 / weights_per_block, 1, pl.oc_blocks);
   pl.row_chunk = std::clamp<int64_t>(kL2Bytes / 4 / source_per_group, 1, groups);
+  split_tiles_for_tasks(pl, groups);
   check_hint(h.oc_chunk <= pl.oc_blocks && h.row_chunk <= groups,
              "gemm_x: oc_chunk at most " + std::to_string(pl.oc_blocks) + " channel blocks, row_chunk at most " +
                  std::to_string(groups) + " row groups");

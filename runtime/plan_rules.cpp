@@ -117,8 +117,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                                "planes are a multiple of 8 KiB apart (they collide in the L2's sets), from 17 input "
                                "channels and with at least two channel blocks to read it; always with bf16 pairs "
                                "(their half-vector loads then never split a cache line)"},
-      {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2"},
-      {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2"},
+      {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2, halved in "
+                                "turn with row_chunk until the tiles make 16 tasks (split_tiles_for_tasks)"},
+      {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2, halved in "
+                                 "turn with oc_chunk until the tiles make 16 tasks (split_tiles_for_tasks)"},
   };
   if (auto it = rules.find({field, algorithm}); it != rules.end()) return it->second;
   if (auto it = rules.find({field, ""}); it != rules.end()) return it->second;

@@ -1,0 +1,59 @@
+// Plans give every thread work: a family's tiles are cut into enough tasks whatever the thread count
+// (the plan does not know it).
+#include <gtest/gtest.h>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/int_math.hpp"
+#include "runtime/plan.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/plan_helpers.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+using testing::DeconvTester;
+
+// gemm_x's tasks (runtime/executor.cpp, run_gemm_x): images x planes x row tiles x channel tiles.
+int64_t gemm_x_tasks(const Plan& pl) {
+  const int64_t groups = ceil_div(pl.axes[1].in, int64_t{pl.rows_per_block});
+  return pl.batch * pl.groups * pl.axes[0].in * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk);
+}
+
+// 384 -> 48 channels, 2x2 stride 2, over one 28x14 plane (holdout s89 ho44): the L2's tile holds the whole
+// layer, one task, and ran on one thread of two (0.517 ms, against 0.257 cut into channel tiles).
+DeconvTester one_small_plane(int64_t batch) {
+  return DeconvTester().batch(batch).channels(384, 48).input({28, 14}).kernel({2, 2}).stride({2, 2}).pads({0, 0}, {0, 0});
+}
+
+TEST(PlanTasks, GemmXCutsOnePlanesTileIntoTasks) {
+  const Plan one = plan_for(one_small_plane(1), Isa::avx512_core);
+  ASSERT_EQ(one.algorithm, Algorithm::gemm_x);
+  // Every channel block is a task of its own: no more are to be had (the plane is one row group).
+  EXPECT_EQ(gemm_x_tasks(one), one.oc_blocks) << one.to_json();
+  EXPECT_EQ(one.oc_chunk, 1);
+  // With 16 images there are tasks enough: the tile stays as the L2 sets it (every channel block).
+  const Plan many = plan_for(one_small_plane(16), Isa::avx512_core);
+  ASSERT_EQ(many.algorithm, Algorithm::gemm_x);
+  EXPECT_EQ(many.oc_chunk, many.oc_blocks);
+  EXPECT_EQ(gemm_x_tasks(many), 16);
+  // A hint still sets the tile.
+  TuningHints h;
+  h.oc_chunk = 24;
+  EXPECT_EQ(plan_for(one_small_plane(1), Isa::avx512_core, h).oc_chunk, 24);
+}
+
+TEST(PlanTasks, GemmXHalvesRowsAndChannelsInTurn) {
+  // 64 -> 64 over 64 rows of 48 pixels: blocks of 3 vectors x 2 channels, 32 channel blocks. The L2 takes
+  // 21 rows (a quarter of 1 MiB at 12 KiB a row) and all 32 blocks (half of it at 2 KiB a block): 4 tasks.
+  // Halved in turn to 16 tasks: rows 11, blocks 16, rows 6: 11 row tiles x 2 channel tiles.
+  const Plan pl = plan_for(DeconvTester().channels(64, 64).input({64, 48}).kernel({2, 2}).stride({2, 2}).pads({0, 0}, {0, 0}),
+                           Isa::avx512_core);
+  ASSERT_EQ(pl.algorithm, Algorithm::gemm_x);
+  ASSERT_EQ(pl.oc_blocks, 32) << pl.to_json();
+  EXPECT_EQ(pl.row_chunk, 6);
+  EXPECT_EQ(pl.oc_chunk, 16);
+  EXPECT_EQ(gemm_x_tasks(pl), 22);
+}
+
+}  // namespace
+}  // namespace deconvjit::detail
