@@ -126,13 +126,28 @@ double gemm_x_lane_use(const Problem& p) {
 // channels filling at most the share of lanes gemm_x fills 1.17-3.76x on all 9 (a G=4 64 -> 8 layer,
 // rows of 40: 2.23x). Where output channels fill their vectors and rows fill less than 9/10 of gemm_x's
 // lanes (the rule above), the row families stayed ahead on 22 of 29 (0.35-1.0x); gemm_x won 1.01-1.61x on
-// 7, grouped layers or 16-64 channels over 16-32 input channels: no rule was found for those.
+// 7, grouped layers or 16-64 channels over 16-32 input channels; the rule that follows finds such layers.
+// Fuller lanes are not all: the row families reach NCX through a row buffer whose flush costs each output
+// about as much as 8 FMAs of empty lanes in f32 and 4 with 2-byte types, so where the reduction is short
+// gemm_x wins with emptier lanes. It leaves C_IN x (1 / its lane use - 1 / the channels' lane use) lanes
+// empty per output; where that is at most 8 (4), it is the default. Measured (Zen 4, 2 threads, f32 / bf16
+// / f16, default -> gemm_x; docs/data/gemm_x_waste_zen4_2t.jsonl): 8 -> 384 1x1 over rows of 70, 1.1 lanes,
+// 1.74x / 1.55x / 1.35x; 12 -> 256 2x2, 1.9, 1.48x / 1.15x / 1.12x; 16 -> 384 2x2, 2.1, 1.13x / 1.25x /
+// 1.22x; 24 -> 128 1x1, 3.4, 1.57x / 1.27x / 1.25x; 40 -> 768 1x1, 7.4, 1.11x / 0.92x / 0.90x; and in f32 at
+// 8.9-22 lanes 0.91-1.16x (0.85-0.95x on 6 of 9); the halves at 3.0 0.84x / 0.90x, at 5.4-8.9 0.90-1.02x.
+namespace {
+double gemm_x_wasted_lanes(const Problem& p) {
+  return static_cast<double>(p.c_in_per_group()) *
+         (1.0 / gemm_x_lane_use(p) - 1.0 / lane_use(p.c_out_per_group(), 16));
+}
+}  // namespace
+
 bool gemm_x_preferred(const Problem& p) {
   if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
   const int64_t w = p.in.back(), lanes = 16, vectors = (w + lanes - 1) / lanes;
   const bool full = vectors == 1 ? !gemm_x_lanes_wasted(p) : 10 * w >= 9 * vectors * lanes;
-  return full || dot_applies(p) ||
-         (p.c_in_per_group() >= 8 && gemm_x_lane_use(p) >= lane_use(p.c_out_per_group(), lanes));
+  const double flush = p.dtype == DType::f32 ? 8.0 : 4.0;
+  return full || dot_applies(p) || (p.c_in_per_group() >= 8 && gemm_x_wasted_lanes(p) <= flush);
 }
 
 bool gemm_x_applies(const Problem& p, Isa isa) {

@@ -1,5 +1,5 @@
-// Plans give every thread work: a family's tiles are cut into enough tasks whatever the thread count
-// (the plan does not know it).
+// The gemm_x family's plans: where it is the default on NCX data (gemm_x_preferred), and tiles cut into
+// enough tasks for every thread whatever their count (the plan does not know it).
 #include <gtest/gtest.h>
 
 #include "deconvjit/deconvjit.hpp"
@@ -25,7 +25,7 @@ DeconvTester one_small_plane(int64_t batch) {
   return DeconvTester().batch(batch).channels(384, 48).input({28, 14}).kernel({2, 2}).stride({2, 2}).pads({0, 0}, {0, 0});
 }
 
-TEST(PlanTasks, GemmXCutsOnePlanesTileIntoTasks) {
+TEST(PlanGemmX, CutsOnePlanesTileIntoTasks) {
   const Plan one = plan_for(one_small_plane(1), Isa::avx512_core);
   ASSERT_EQ(one.algorithm, Algorithm::gemm_x);
   // Every channel block is a task of its own: no more are to be had (the plane is one row group).
@@ -42,7 +42,7 @@ TEST(PlanTasks, GemmXCutsOnePlanesTileIntoTasks) {
   EXPECT_EQ(plan_for(one_small_plane(1), Isa::avx512_core, h).oc_chunk, 24);
 }
 
-TEST(PlanTasks, GemmXHalvesRowsAndChannelsInTurn) {
+TEST(PlanGemmX, HalvesRowsAndChannelsInTurn) {
   // 64 -> 64 over 64 rows of 48 pixels: blocks of 3 vectors x 2 channels, 32 channel blocks. The L2 takes
   // 21 rows (a quarter of 1 MiB at 12 KiB a row) and all 32 blocks (half of it at 2 KiB a block): 4 tasks.
   // Halved in turn to 16 tasks: rows 11, blocks 16, rows 6: 11 row tiles x 2 channel tiles.
@@ -53,6 +53,24 @@ TEST(PlanTasks, GemmXHalvesRowsAndChannelsInTurn) {
   EXPECT_EQ(pl.row_chunk, 6);
   EXPECT_EQ(pl.oc_chunk, 16);
   EXPECT_EQ(gemm_x_tasks(pl), 22);
+}
+
+Algorithm ncx_family(const DeconvTester& t) { return plan_for(t, Isa::avx512_core).algorithm; }
+
+// Output channels fill their vectors and rows of 28 fill 7/8 of gemm_x's: it leaves C_IN / 7 lanes empty
+// per output, which a short reduction repays (the row buffer's flush costs about 8 in f32, 4 in halves).
+TEST(PlanGemmX, TakesShortReductionsDespiteEmptierLanes) {
+  auto k2s2 = [](int64_t ic) {
+    return DeconvTester().channels(ic, 256).input({20, 28}).kernel({2, 2}).stride({2, 2}).pads({0, 0}, {0, 0});
+  };
+  EXPECT_EQ(ncx_family(k2s2(8)), Algorithm::gemm_x);                           // 1.1 lanes
+  EXPECT_EQ(ncx_family(k2s2(24)), Algorithm::gemm_x);                          // 3.4
+  EXPECT_EQ(ncx_family(k2s2(48)), Algorithm::gemm_x);                          // 6.9
+  EXPECT_NE(ncx_family(k2s2(64)), Algorithm::gemm_x);                          // 9.1
+  EXPECT_EQ(ncx_family(k2s2(24).dtype(DType::f16)), Algorithm::gemm_x);        // 3.4
+  EXPECT_NE(ncx_family(k2s2(48).dtype(DType::f16)), Algorithm::gemm_x);        // 6.9
+  // Fewer than 8 input channels: not measured, the row families keep them.
+  EXPECT_NE(ncx_family(k2s2(4)), Algorithm::gemm_x);
 }
 
 }  // namespace
