@@ -505,11 +505,17 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
 }
 
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel). Little
-// arithmetic on many bytes still pays for a fork: each core brings its own bandwidth (dcgan64_g1_b1, a
-// 1x1 input and 3.2 MB of weights read once: 0.041 ms on one thread, 0.023 ms on two).
+// arithmetic on many elements still pays for a fork: each core brings its own bandwidth (dcgan64_g1_b1, a
+// 1x1 input and 3.2 MB of weights read once: 0.041 ms on one thread, 0.023 ms on two), and one or two
+// channels leave most lanes empty, so such kernels take longer than their FLOPs say. Zen 4, 2 threads,
+// every suite and holdout row under 2 MFLOP, serial -> parallel (docs/data/parallel_small_zen4_2t.jsonl):
+// from 16K elements of operands 1.02-1.96x in all three types on AVX-512 (lapsrn_img_l1, one channel, NXC
+// f32 110 -> 58 us; holdout s89 ho38, depthwise, 36 -> 21 us; the least, s37 ho36 at 25K elements,
+// 1.02-1.32x), 0.92-1.96x on AVX2 (ho36 at 3-4 us the one below 1); below 16K, layers of 2-6 us,
+// 0.60-1.46x.
 void choose_parallel(Plan& pl, const Problem& p, const TuningHints& h) {
-  const int64_t bytes = (p.src_elements() + p.weights_elements() + p.dst_elements()) * pl.elem_bytes();
-  pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops || bytes >= kSerialBytes;
+  const int64_t elements = p.src_elements() + p.weights_elements() + p.dst_elements();
+  pl.parallel = h.parallel >= 0 ? h.parallel == 1 : p.flops() >= kSerialFlops || elements >= kSerialElements;
 }
 
 }  // namespace

@@ -222,8 +222,9 @@ inline int64_t dot_even_odd_pairs(const Plan& pl) {
 // Shared by the family planners (plan.cpp, plan_depthwise_x.cpp, plan_gemm_x.cpp).
 // Work below this runs on the calling thread: a TBB fork costs more than the arithmetic.
 constexpr double kSerialFlops = 2e6;
-// ... unless it moves this many bytes, which two cores stream faster than one.
-constexpr int64_t kSerialBytes = int64_t{1} << 20;
+// ... unless it touches this many elements: with vectors mostly empty (one or two channels) such a
+// kernel takes longer than its FLOPs say, and two cores stream more bytes than one.
+constexpr int64_t kSerialElements = int64_t{1} << 14;
 // Tasks to aim for, so that up to 64 threads balance.
 constexpr int64_t kTargetTasks = 256;
 void check_hint(bool ok, const std::string& what);  // throws InvalidArgument "tuning hint rejected"

@@ -107,7 +107,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "holds 512+ bytes of output (gemm_nt_pays; narrower ones measured slower); "
        "NCX through the row buffer: by its flush from 4 MB of output at any arithmetic"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
-      {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 1 MiB of operands; smaller problems run on the calling thread"},
+      {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 16K elements of operands; smaller problems run on the calling "
+                        "thread"},
       {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer)"},
       {{"channels_per_call", "depthwise_x"}, "plan_depthwise_x: channel chunks so that rows x chunks give about "
                                              "256 tasks"},
