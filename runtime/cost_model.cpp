@@ -121,7 +121,7 @@ Estimate col_x_family(const Plan& pl) {
                            static_cast<double>(pl.axes[0].stride * pl.axes[1].stride);
   const double interleave = 3.0 * static_cast<double>(x.stride) / std::max(1.0, reduction);
   e.efficiency = 0.85 * lanes_used / (1.0 + interleave) * (pl.ur_w > 1 ? 1.0 : 0.9);
-  e.tasks = pl.batch / (pl.block_over_batch ? pl.ur_w : 1) * pl.axes[0].out * pl.axes[1].out * pl.x_split;
+  e.tasks = pl.batch / (pl.block_over_batch ? pl.ur_w : 1) * pl.groups * pl.axes[0].out * pl.axes[1].out * pl.x_split;
   e.calls = static_cast<double>(e.tasks) * (pl.has_tail() ? 2 : 1);
   return e;
 }

@@ -259,8 +259,9 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   for_rows(pl.batch * pl.groups * oc_tiles * planes * row_tiles, pl.parallel, task);
 }
 
-// col_x: a task is one part of one output row of one image (with batch_block, of ur_w images), for every
-// channel block (their source is the same tile of input rows, read again from cache).
+// col_x: a task is one part of one output row of one image (with batch_block, of ur_w images) in one
+// channel group, for every channel block of the group (their source is the same tile of input rows, read
+// again from cache).
 template <typename T>
 void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
@@ -268,28 +269,31 @@ void run_col_x(const CompiledKernel& k, const T* src, const float* packed, T* ds
   const int64_t rows = a[0].out * a[1].out, parts = pl.x_split, full = pl.has_tail() ? pl.oc_blocks - 1 : pl.oc_blocks;
   const int64_t images = pl.block_over_batch ? pl.ur_w : 1;  // per call (the same row of each)
   const int64_t block_floats = ic_steps(pl) * pl.main.wei_ic_step;
+  const int64_t group_floats = pl.packed_weights_floats() / pl.groups;
   auto task = [&](int64_t t) {
-    const int64_t part = t % parts, row = t / parts % rows, n = t / parts / rows * images;
+    const int64_t part = t % parts, row = t / parts % rows, gr = t / parts / rows % pl.groups;
+    const int64_t n = t / parts / rows / pl.groups * images;
     const AxisTaps& tz = k.schedule.z[row / a[1].out];
     const AxisTaps& ty = k.schedule.y[row % a[1].out];
     jit::KernelArgs args{};
-    args.src = src + n * pl.src_n + (tz.i0 * a[1].in + ty.i0) * a[2].in;
-    args.dst = dst + n * pl.dst_n + row * a[2].out;
+    args.src = src + n * pl.src_n + gr * pl.ic_per_group * pl.src_c + (tz.i0 * a[1].in + ty.i0) * a[2].in;
+    args.dst = dst + n * pl.dst_n + gr * pl.oc_per_group * pl.dst_c + row * a[2].out;
     args.nz = tz.count;
     args.ny = ty.count;
     const int64_t tap = tz.k0 * a[1].kernel + ty.k0;
+    const float* packed_group = packed + gr * group_floats;
     if (full > 0) {
-      args.wei = packed + tap * pl.main.wei_k_floats;
+      args.wei = packed_group + tap * pl.main.wei_k_floats;
       args.nblocks = full;
       k.fns[0][part](&args);
     }
     if (full == pl.oc_blocks) return;
-    args.wei = packed + full * block_floats + tap * pl.last.wei_k_floats;
+    args.wei = packed_group + full * block_floats + tap * pl.last.wei_k_floats;
     args.dst = static_cast<T*>(args.dst) + full * pl.main.vectors * pl.dst_c;
     args.nblocks = 1;
     k.fns[1][part](&args);
   };
-  for_rows(pl.batch / images * rows * parts, pl.parallel, task);
+  for_rows(pl.batch / images * pl.groups * rows * parts, pl.parallel, task);
 }
 
 // Where source pixel `col` of an image lands when rows of x pixels get `left` and `right` zero columns.

@@ -108,23 +108,25 @@ void pack_gemm_x(const Plan& pl, const UserWeights& uw, float* out) {
   });
 }
 
-// col_x: [channel block][ic][kz][ky][block's oc][kx], the order of the kernel's broadcasts; with bf16
-// pairs each slot holds (ic, ic + 1) as vdpbf16ps pairs them, a missing ic + 1 zero.
+// col_x: [group][channel block][ic][kz][ky][block's oc][kx], the order of the kernel's broadcasts; with
+// bf16 pairs each slot holds (ic, ic + 1) as vdpbf16ps pairs them, a missing ic + 1 zero.
 void pack_col_x(const Plan& pl, const UserWeights& uw, const std::array<int64_t, 3>& kd, float* out) {
   const int64_t cb = pl.main.vectors, kzy = kd[0] * kd[1], step = pl.ic_pairs ? 2 : 1;
-  tbb::parallel_for(int64_t{0}, pl.oc_blocks, [&](int64_t b) {
+  const int64_t group_floats = pl.packed_weights_floats() / pl.groups;
+  tbb::parallel_for(int64_t{0}, pl.groups * pl.oc_blocks, [&](int64_t t) {
+    const int64_t g = t / pl.oc_blocks, b = t % pl.oc_blocks;
     const int64_t channels = b == pl.oc_blocks - 1 ? pl.last.vectors : cb;
-    float* dst = out + b * ic_steps(pl) * pl.main.wei_ic_step;
+    float* dst = out + g * group_floats + b * ic_steps(pl) * pl.main.wei_ic_step;
     for (int64_t ic = 0; ic < pl.ic_per_group; ic += step)
       for (int64_t zy = 0; zy < kzy; ++zy)
         for (int64_t oc = b * cb; oc < b * cb + channels; ++oc)
           for (int64_t kx = 0; kx < kd[2]; ++kx) {
             const int64_t k = zy * kd[2] + kx;
             if (!pl.ic_pairs) {
-              *dst++ = uw.at(0, ic, oc, k);
+              *dst++ = uw.at(g, ic, oc, k);
               continue;
             }
-            store_bf16_pair(dst, uw.at(0, ic, oc, k), ic + 1 < pl.ic_per_group ? uw.at(0, ic + 1, oc, k) : 0.f);
+            store_bf16_pair(dst, uw.at(g, ic, oc, k), ic + 1 < pl.ic_per_group ? uw.at(g, ic + 1, oc, k) : 0.f);
           }
   });
 }

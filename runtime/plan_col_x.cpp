@@ -1,4 +1,4 @@
-// Planning for the col_x family: NCX data, G=1, AVX-512, few output channels x x taps. Per output row it
+// Planning for the col_x family: NCX data, AVX-512, few output channels (per group) x x taps. Per output row it
 // is a GEMM with the vector along input x, contiguous in NCX: for each input channel and valid (z, y) tap,
 // one input vector times a broadcast weight per (output channel, kernel x) adds into an accumulator, so
 // every lane of every FMA is a real product and nothing is permuted in the reduction. After it, kernel x
@@ -27,7 +27,7 @@ int64_t x_taps(const Problem& p) { return p.kernel.back(); }
 }  // namespace
 
 bool col_x_applies(const Problem& p, Isa isa) {
-  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX || p.groups != 1) return false;
+  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX) return false;
   int64_t out_sp = 1;
   for (int64_t v : p.out) out_sp *= v;
   const int64_t s = p.stride.back();
@@ -49,7 +49,7 @@ void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end) {
 // The tile: output channels first (they share each input load), then input vectors (they share each
 // broadcast weight), then accumulator sets for enough independent FMA chains.
 void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
-  check_hint(h.ic_block <= 0 || h.ic_block == p.c_in, "col_x reduces over all input channels in one pass");
+  check_hint(h.ic_block <= 0 || h.ic_block == p.c_in_per_group(), "col_x reduces over all input channels in one pass");
   check_hint(h.x_halo != 1, "col_x masks its loads at the borders instead of a halo");
   check_hint(h.oc_loop <= 1, "col_x walks rows (oc_loop 1)");
   pl.algorithm = Algorithm::col_x;
@@ -61,8 +61,9 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int max_vectors = pl.ic_pairs ? kMaxVectors - 1 : kMaxVectors;
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
   const int64_t kx = ax.kernel, row_vectors = ceil_div(ax.in, int64_t{16});
-  int cb = static_cast<int>(std::min<int64_t>(p.c_out, std::max<int64_t>(1, kAccumulators / kx)));
-  cb = static_cast<int>(ceil_div(p.c_out, ceil_div(p.c_out, int64_t{cb})));  // balanced blocks
+  const int64_t oc = p.c_out_per_group();
+  int cb = static_cast<int>(std::min<int64_t>(oc, std::max<int64_t>(1, kAccumulators / kx)));
+  cb = static_cast<int>(ceil_div(oc, ceil_div(oc, int64_t{cb})));  // balanced blocks
   if (h.oc_vectors) cb = h.oc_vectors;
   // Rows of one vector (16 pixels or fewer) hold one vector per tile, each broadcast weight serving one
   // FMA. batch_block makes the tile that row of several images instead (same taps, same masks), as many
@@ -85,7 +86,7 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   int sets = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{12}, cb * kx * u), 1, 8));
   while (sets > 1 && sets * cb * kx * u > kAccumulators) --sets;
   if (h.ic_unroll) sets = h.ic_unroll;
-  check_hint(cb >= 1 && cb <= p.c_out, "col_x: oc_vectors counts output channels: 1 to " + std::to_string(p.c_out));
+  check_hint(cb >= 1 && cb <= oc, "col_x: oc_vectors counts output channels (per group): 1 to " + std::to_string(oc));
   check_hint(u >= 1 && u <= max_vectors, "col_x: ur_w counts input vectors per tile: 1 to " +
                                              std::to_string(max_vectors) + (pl.ic_pairs ? " (bf16 pairs)" : ""));
   check_hint(sets >= 1 && sets <= 8, "col_x: ic_unroll counts accumulator sets: 1 to 8");
@@ -96,7 +97,7 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.oc_vectors = cb;
   pl.ur_w = u;
   pl.ic_unroll = sets;
-  pl.oc_blocks = ceil_div(p.c_out, int64_t{cb});
+  pl.oc_blocks = ceil_div(oc, int64_t{cb});
   auto kind = [&](int64_t channels) {
     BlockKind k;
     k.vectors = static_cast<int>(channels);
@@ -106,14 +107,15 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
     return k;
   };
   pl.main = kind(cb);
-  pl.last = kind(p.c_out - (pl.oc_blocks - 1) * cb);
+  pl.last = kind(oc - (pl.oc_blocks - 1) * cb);
 
   // Rows are tasks; a row is cut into parts only when there are too few rows for the threads. Each part
   // after the first recomputes the tile before it (its shifted taps reach into the part), so parts keep
   // at least 32 tiles: at most 3% more work.
   int64_t first = 0, end = 0;
   col_x_tiles(pl, first, end);
-  const int64_t rows = pl.batch / (pl.block_over_batch ? pl.ur_w : 1) * az.out * ay.out, tiles = end - first;
+  const int64_t rows = pl.batch / (pl.block_over_batch ? pl.ur_w : 1) * pl.groups * az.out * ay.out;
+  const int64_t tiles = end - first;
   int parts = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{32}, rows), 1, std::max<int64_t>(1, tiles / 32)));
   parts = std::min(parts, 8);
   if (h.x_split) parts = h.x_split;
@@ -166,15 +168,26 @@ namespace deconvjit::detail {
 // the holdout sets (rows of 10-52 pixels; holdout seed 53's ho32, 16 channels over rows of 18, 0.76 ->
 // 0.38 ms; one 0.96), f16 alike, docs/data/colx_short_rows_zen4_2t.txt. Below 3/4 both won (8-10
 // channels over rows of 6-18, f16: col_x 1.2x and 1.6x; the row families 1.1x), so col_x stays there.
+// Groups: each group's channels are a layer of their own, and the rule reads them per group. Measured on
+// every grouped holdout layer that is not depthwise (Zen 4, 2 threads, NCX, default -> col_x, f32 / bf16 /
+// f16; docs/data/col_x_groups_zen4_2t.jsonl): the 7 it takes 1.03-14.3x on all 20 rows (G=8 24 -> 3 per
+// group 1.51x / 2.39x / 1.66x; G=8 12 -> 3, 1-D stride 8, 1.56x / 1.65x / 2.10x; G=4 80 -> 10, 3-D, 1.20x
+// / 1.16x / 1.26x), the others 0.06-1.0x bar f16 once. Two limits found there hold for all layers: rows
+// must fill half a vector (G=4 192 -> 3 over rows of 5 lost 0.38-0.41x to the dot family's vectors of input
+// channels; G=1 512 -> 8 over rows of 6 leaves col_x, bf16 1.09x, f16 1.34x), and the 8-channel minimum is
+// for the phase interleave, which stride 1 does not have (4 groups of 3 -> 1 in 3-D, holdout s89 ho11:
+// 35.9 -> 2.9 ms, f32).
 bool col_x_preferred(const Problem& p, Isa isa) {
-  if (p.c_in_per_group() == 1 && p.c_out_per_group() == 1) return false;  // (depthwise_x)
+  const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group();
+  if (ic == 1 && oc == 1) return false;  // (depthwise_x)
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
-  const double rows = lane_use(p.in.back(), 16), channels = lane_use(p.c_out, 16);
-  const bool empty_lanes = !pairs && p.c_out <= 32 && channels <= 0.8 && rows >= 0.85;
-  if (p.c_in < 8 || (p.c_out > 16 && !empty_lanes)) return false;
+  const double rows = lane_use(p.in.back(), 16), channels = lane_use(oc, 16);
+  const bool empty_lanes = !pairs && oc <= 32 && channels <= 0.8 && rows >= 0.85;
+  const bool short_reduction = ic < 8 && p.stride.back() > 1;
+  if (short_reduction || (oc > 16 && !empty_lanes) || rows < 0.5) return false;
   if (channels >= 0.75 && rows < 0.85 && rows <= channels) return false;  // (see above)
   if (!col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
-  return !pairs || p.c_out <= kDotMaxOc || lane_use(p.c_out, 16) <= 0.75;
+  return !pairs || oc <= kDotMaxOc || channels <= 0.75;
 }
 
 }  // namespace deconvjit::detail

@@ -29,10 +29,11 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "with avx512_bf16, bf16 only below 16 products per source element; on AVX2 for 1-3 output channels "
        "only below 24), "
        "depthwise_x also for G=1 with one channel each way (one_channel_native); col_x on AVX-512 for at "
-       "most 16 output channels (17-25 where input rows fill 85%+ of their vectors; 12-16 only where the rows "
-       "fill 85%+ or more of theirs than the channels do) from 8+ input channels "
-       "where gemm_x is not preferred (col_x_preferred; "
-       "not bf16 on CPUs with avx512_bf16). The defaults "
+       "most 16 output channels per group (17-25 where input rows fill 85%+ of their vectors; 12-16 only "
+       "where the rows fill 85%+ or more of theirs than the channels do) from 8+ input channels per group "
+       "(any number at x stride 1), over rows filling half a vector or more, where gemm_x is not preferred "
+       "(col_x_preferred; with bf16 channel pairs only for at most 4 output channels or channels filling at "
+       "most 3/4 of a vector). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "

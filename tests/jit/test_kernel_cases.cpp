@@ -170,8 +170,8 @@ TEST_P(KernelCases, DotX) {
       .Test();
 }
 
-// col_x: NCX, G=1, AVX-512; a GEMM along input x with col2im in registers. Strides 1-16, kernels narrower
-// and wider than the stride (up to 27 x taps), pads that cut into the first tile and pads wide enough that
+// col_x: NCX, AVX-512 (groups: test_col_x_groups.cpp); a GEMM along input x with col2im in registers.
+// Strides 1-16, kernels narrower and wider than the stride (up to 27 x taps), pads that cut into the first tile and pads wide enough that
 // the row's first tile is not tile 0, output padding, channel blocks with a tail, 1-4 vectors per tile,
 // accumulator sets with a remainder, rows cut into parts (each starts from the tile before it), 3-D. On
 // AVX2 the hint is refused by name.

@@ -1,0 +1,94 @@
+// The col_x family (NCX, AVX-512, vectors along input x) on grouped layers, and the rule that takes it there
+// by default. Each case must match the double-precision reference in f32, bf16 (channel pairs where the
+// CPU has avx512_bf16) and f16.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/plan.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/no_disk_cache.hpp"
+
+namespace deconvjit {
+namespace {
+
+using testing::DeconvTester;
+using V = std::vector<int64_t>;
+
+// The plan of AVX-512 itself, on any CPU (not the AVX2 code some CPUs choose under an AVX-512 cap).
+detail::Plan plan_of(const DeconvTester& t, const TuningHints& h = {}) {
+  return detail::make_plan(resolve(t.descriptor()), Isa::avx512_core, h, false);
+}
+
+class ColXGroups : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available (col_x needs it)";
+    if (auto why = testing::unsupported_types(Isa::avx512_core, GetParam())) GTEST_SKIP() << "compile: " << *why;
+  }
+  DeconvTester T(int rank, int64_t groups, int64_t c_in, int64_t c_out, V in) const {
+    return DeconvTester().isa(Isa::avx512_core).dtype(GetParam()).layout(DataFormat::NCX).rank(rank)
+        .groups(groups).channels(c_in, c_out).input(std::move(in));
+  }
+  testing::NoDiskCache no_disk_cache_;
+};
+
+// Each group's source planes, weights and output planes lie a group further on: a wrong offset of any of
+// them sums another group's channels. The defaults: 3 -> 1 channels per group in 3-D at stride 1 (holdout
+// s89 ho11's shape), 24 -> 3 per group at stride 2, 12 -> 3 in 1-D at stride 8, 16 -> 10 in 3-D. Asked
+// for: an odd channel count per group (half a bf16 pair) with a channel tail and rows cut into parts, and
+// tiles across the images of rows of one vector.
+TEST_P(ColXGroups, MatchReference) {
+  TuningHints cx;
+  cx.algorithm = "col_x";
+  TuningHints tail = cx;
+  tail.oc_vectors = 3, tail.x_split = 2;
+  TuningHints images = cx;
+  images.batch_block = 1, images.ur_w = 2;
+  struct Case {
+    DeconvTester t;
+    TuningHints h;
+    bool by_default;
+  };
+  const std::vector<Case> cases = {
+      {T(3, 4, 12, 4, {5, 6, 40}).batch(2).kernel({3, 3, 3}).pads({1, 1, 1}, {1, 1, 1}), {}, true},
+      {T(2, 8, 192, 24, {9, 16}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}), {}, true},
+      {T(1, 8, 96, 24, {300}).batch(2).kernel({16}).stride({8}).pads({4}, {4}), {}, true},
+      {T(3, 4, 64, 40, {4, 5, 12}).kernel({3, 3, 3}).stride({2, 2, 2}).pads({1, 1, 1}, {0, 0, 0}), {}, true},
+      {T(2, 2, 10, 14, {3, 70}).kernel({3, 5}).stride({1, 2}).pads({1, 2}, {0, 1}), tail, false},
+      {T(2, 3, 27, 6, {4, 11}).batch(4).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}), images, false},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    DeconvTester t = cases[i].t;
+    if (!cases[i].by_default) t.hints(cases[i].h);
+    t.Test();
+    const detail::Plan pl = plan_of(t, cases[i].by_default ? TuningHints{} : cases[i].h);
+    EXPECT_EQ(pl.algorithm, detail::Algorithm::col_x) << pl.name;
+    EXPECT_GT(pl.groups, 1);
+  }
+}
+
+// Not by default: rows filling less than half a vector (a G=4 192 -> 3 layer over rows of 5 ran 0.4x
+// against the dot family), more than 16 output channels per group that fill their vectors, fewer than 8
+// input channels per group at a stride above 1 (no reduction to hide the phase interleave), K == s (gemm_x).
+TEST_P(ColXGroups, NotWhereOtherFamiliesWin) {
+  auto family = [&](const DeconvTester& t) { return plan_of(t).algorithm; };
+  const auto k3s2 = [&](int64_t g, int64_t ci, int64_t co, V in) {
+    return T(2, g, ci, co, std::move(in)).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
+  };
+  EXPECT_EQ(family(k3s2(4, 64, 12, {20, 40})), detail::Algorithm::col_x);  // the reference point
+  EXPECT_NE(family(k3s2(4, 64, 12, {20, 5})), detail::Algorithm::col_x);
+  EXPECT_NE(family(k3s2(2, 32, 64, {20, 40})), detail::Algorithm::col_x);
+  EXPECT_NE(family(k3s2(4, 16, 12, {20, 40})), detail::Algorithm::col_x);
+  EXPECT_NE(family(T(2, 4, 64, 12, {20, 40}).kernel({2, 2}).stride({2, 2})), detail::Algorithm::col_x);
+}
+
+std::string type_name(const ::testing::TestParamInfo<DType>& info) { return to_string(info.param); }
+
+INSTANTIATE_TEST_SUITE_P(Types, ColXGroups, ::testing::Values(DType::f32, DType::bf16, DType::f16), type_name);
+
+}  // namespace
+}  // namespace deconvjit
