@@ -280,7 +280,7 @@ int64_t Plan::packed_weights_floats() const {
     return dst_channels * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
   if (algorithm == Algorithm::dot_x)  // per (input, output) channel pair, likewise
     return ic_per_group * oc_per_group * axes[0].kernel * axes[1].kernel * main.wei_k_floats;
-  if (algorithm == Algorithm::col_x)  // per channel block: [ic or pair][kz][ky][block's oc][kx]
+  if (algorithm == Algorithm::col_x)  // per group and channel block: [ic or pair][kz][ky][block's oc][kx]
     return (ic_pairs ? (ic_per_group + 1) / 2 : ic_per_group) * axes[0].kernel * axes[1].kernel * axes[2].kernel *
            dst_channels;
   if (algorithm == Algorithm::gemm_x)  // per group and channel block: [ic or pair][block's (oc, kz, ky, kx)]

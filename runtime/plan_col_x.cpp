@@ -172,18 +172,23 @@ namespace deconvjit::detail {
 // every grouped holdout layer that is not depthwise (Zen 4, 2 threads, NCX, default -> col_x, f32 / bf16 /
 // f16; docs/data/col_x_groups_zen4_2t.jsonl): the 7 it takes 1.03-14.3x on all 20 rows (G=8 24 -> 3 per
 // group 1.51x / 2.39x / 1.66x; G=8 12 -> 3, 1-D stride 8, 1.56x / 1.65x / 2.10x; G=4 80 -> 10, 3-D, 1.20x
-// / 1.16x / 1.26x), the others 0.06-1.0x bar f16 once. Two limits found there hold for all layers: rows
-// must fill half a vector (G=4 192 -> 3 over rows of 5 lost 0.38-0.41x to the dot family's vectors of input
-// channels; G=1 512 -> 8 over rows of 6 leaves col_x, bf16 1.09x, f16 1.34x), and the 8-channel minimum is
-// for the phase interleave, which stride 1 does not have (4 groups of 3 -> 1 in 3-D, holdout s89 ho11:
-// 35.9 -> 2.9 ms, f32).
+// / 1.16x / 1.26x); of the layers it leaves, three rows ran faster by hint (K == s 80 -> 1 f32 1.20x
+// against gemm_x, but bf16 0.31x; 2 -> 24 bf16 1.09x; 48 -> 12 f16 1.26x), the rest 0.06-1.0x. Two limits
+// found there hold for all layers: rows must fill half a vector (G=4 192 -> 3 over rows of 5 lost
+// 0.38-0.41x to the dot family's vectors of input channels; G=1 512 -> 8 over rows of 6 leaves col_x, bf16
+// 1.09x, f16 1.34x), and the 8-channel minimum is for the phase interleave, which stride 1 does not have,
+// where z and y taps lengthen the reduction to 8+ products per x tap (4 groups of 3 -> 1 in 3-D, 27
+// products, holdout s89 ho11: 35.9 -> 2.9 ms, f32; 2 -> 24 per group, 18 products, 1.04x).
 bool col_x_preferred(const Problem& p, Isa isa) {
   const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group();
   if (ic == 1 && oc == 1) return false;  // (depthwise_x)
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   const double rows = lane_use(p.in.back(), 16), channels = lane_use(oc, 16);
   const bool empty_lanes = !pairs && oc <= 32 && channels <= 0.8 && rows >= 0.85;
-  const bool short_reduction = ic < 8 && p.stride.back() > 1;
+  // Products per output and x tap: the channels times the z and y taps that reach it.
+  int64_t reduction = ic;
+  for (int i = 0; i + 1 < p.spatial_rank; ++i) reduction = reduction * p.kernel[i] / p.stride[i];
+  const bool short_reduction = ic < 8 && (p.stride.back() > 1 || reduction < 8);
   if (short_reduction || (oc > 16 && !empty_lanes) || rows < 0.5) return false;
   if (channels >= 0.75 && rows < 0.85 && rows <= channels) return false;  // (see above)
   if (!col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;

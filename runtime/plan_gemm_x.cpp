@@ -24,8 +24,10 @@ constexpr int64_t kL2Bytes = int64_t{1} << 20;
 // source or weights are then read by several tasks, from L2 or L3). Zen 4, 2 threads, every suite and
 // holdout layer this moves, L2 tiles against smaller ones: from fewer than 16 tasks f32 1.17x (1.00-1.99:
 // holdout s89 ho44, 384 -> 48 channels over one 28x14 plane, one tile, 0.510 -> 0.256 ms; s71 ho07, 4
-// tiles, 1.24x; yolov8n_proto, 7, 1.11x), bf16 1.07x, f16 1.07x+ (ho44 1.96x); from 16 to 31 even (f32 and
-// f16 1.007x, bf16 0.997x: its channel pairs repack the source per task, 0.95x where channels are cut).
+// tiles, 1.24x; yolov8n_proto, 7, 1.11x), bf16 1.07x, f16 1.07x (ho44 1.01x in that run, 0.529 -> 0.270
+// ms timed again); from 16 to 31 even (f32 and f16 1.007x, bf16 0.997x: its channel pairs repacked the
+// source per task, 0.95x where channels were cut, before pack_src_pays counted the task's blocks).
+// Measured on 2 threads only: 16 tasks keep 2-8 threads busy; more threads would want more.
 constexpr int64_t kMinTasks = 16;
 
 void split_tiles_for_tasks(Plan& pl, int64_t groups) {
@@ -65,7 +67,8 @@ void choose_tiles(Plan& pl, const TuningHints& h) {
 // unet_milesial_up1), 0.95-1.04 for planes of other sizes (25-600 KB), and 0.73 for one output channel
 // (dbnet_head_up2). f16, whose planes are half as many bytes: 8 KiB vitdet_l_p2_up1 1.68, sam_mask_up1_b16
 // 1.36, nnunet3d_tconv 1.16; 2 KiB 0.92 (the same two as f32's 4 KiB); unetr_dec2 0.96 (32 channels).
-// bf16 pairs pack from 8 channel blocks on: each pair register is two 32-byte half loads from two channel
+// bf16 pairs pack from 8 channel blocks per task on (a task packs for its tile's blocks only: holdout s89
+// ho44 bf16, one block per task, 0.254 -> 0.157 ms without the copy): each pair register is two 32-byte half loads from two channel
 // rows, which in a tile start on 32-byte boundaries and so never split a cache line, as they do along the
 // caller's rows; but the copy is a pass of its own over the row group, and few channel blocks do not
 // repay it. Measured on the 35 layers where gemm_x was preferred (docs/data/gemm_x_pairs_sweep_pk{0,1}_2t
@@ -79,11 +82,12 @@ void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
 
 }  // namespace
 
+// A task packs its row group once for the channel blocks of its tile (oc_chunk, set before this).
 bool pack_src_pays(const Plan& pl, const Problem& /*p*/) {
   const int64_t plane_bytes = pl.axes[0].in * pl.axes[1].in * pl.axes[2].in * pl.elem_bytes();
   constexpr int64_t kSetPeriod = 8 << 10, kWays = 16;
-  if (pl.ic_pairs) return pl.oc_blocks >= 8;
-  return plane_bytes % kSetPeriod == 0 && pl.ic_per_group > kWays && pl.oc_blocks > 1;
+  if (pl.ic_pairs) return pl.oc_chunk >= 8;
+  return plane_bytes % kSetPeriod == 0 && pl.ic_per_group > kWays && pl.oc_chunk > 1;
 }
 
 // Against the row-buffer path, one core (ms): yolov8s_proto 3.6 vs 4.8, unet_up1 13.0 vs 14.9,
@@ -126,7 +130,8 @@ double gemm_x_lane_use(const Problem& p) {
 // channels filling at most the share of lanes gemm_x fills 1.17-3.76x on all 9 (a G=4 64 -> 8 layer,
 // rows of 40: 2.23x). Where output channels fill their vectors and rows fill less than 9/10 of gemm_x's
 // lanes (the rule above), the row families stayed ahead on 22 of 29 (0.35-1.0x); gemm_x won 1.01-1.61x on
-// 7, grouped layers or 16-64 channels over 16-32 input channels; the rule that follows finds such layers.
+// 7, grouped layers or 16-64 channels over 16-32 input channels; the rule that follows takes 4 of them, and
+// two it lost there that now run as more tasks (16 -> 32 and 16 -> 48 over rows of 13 and 28: 1.28x, 1.03x).
 // Fuller lanes are not all: the row families reach NCX through a row buffer whose flush costs each output
 // about as much as 8 FMAs of empty lanes in f32 and 4 with 2-byte types, so where the reduction is short
 // gemm_x wins with emptier lanes. It leaves C_IN x (1 / its lane use - 1 / the channels' lane use) lanes
@@ -134,7 +139,9 @@ double gemm_x_lane_use(const Problem& p) {
 // / f16, default -> gemm_x; docs/data/gemm_x_waste_zen4_2t.jsonl): 8 -> 384 1x1 over rows of 70, 1.1 lanes,
 // 1.74x / 1.55x / 1.35x; 12 -> 256 2x2, 1.9, 1.48x / 1.15x / 1.12x; 16 -> 384 2x2, 2.1, 1.13x / 1.25x /
 // 1.22x; 24 -> 128 1x1, 3.4, 1.57x / 1.27x / 1.25x; 40 -> 768 1x1, 7.4, 1.11x / 0.92x / 0.90x; and in f32 at
-// 8.9-22 lanes 0.91-1.16x (0.85-0.95x on 6 of 9); the halves at 3.0 0.84x / 0.90x, at 5.4-8.9 0.90-1.02x.
+// 8.9-22 lanes 0.85-1.16x (0.85-0.95x on 6 of 10); the halves at 3.0 0.84x / 0.90x, at 5.4-8.9 0.87-1.01x.
+// A grid drawn afterwards (16 and 32 -> 16, 48, 128 over rows of 13, 28, 55; f32): 1.03-1.50x from 16 input
+// channels, 0.87-1.18x from 32 (gemm_x_waste_grid_zen4_2t.txt).
 namespace {
 double gemm_x_wasted_lanes(const Problem& p) {
   return static_cast<double>(p.c_in_per_group()) *

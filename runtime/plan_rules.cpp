@@ -58,8 +58,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                                 "one x tap each, balanced over the blocks"},
       {{"ic_unroll", "col_x"}, "plan_col_x: accumulator sets up to 12 FMA chains within 28 accumulators"},
       {{"batch_block", "col_x"}, "plan_col_x: off (tiles across images measured 0.8-1.09x on one-vector rows)"},
-      {{"x_split", "col_x"}, "plan_col_x: parts of at least 32 tiles when rows give fewer than 32 tasks (at "
-                             "most 8)"},
+      {{"x_split", "col_x"}, "plan_col_x: parts of at least 32 tiles when rows (of every image and group) give "
+                             "fewer than 32 tasks (at most 8)"},
       {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
@@ -118,8 +118,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                                  "48 vectors run as one sequence across rows"},
       {{"pack_src", "gemm_x"}, "choose_pack_src: a task copies its row group's source into a contiguous tile when input "
                                "planes are a multiple of 8 KiB apart (they collide in the L2's sets), from 17 input "
-                               "channels and with at least two channel blocks to read it; always with bf16 pairs "
-                               "(their half-vector loads then never split a cache line)"},
+                               "channels and with at least two of the task's channel blocks (oc_chunk) to read it; with "
+                               "bf16 pairs from 8 of them (their half-vector loads then never split a cache line)"},
       {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2, halved in "
                                 "turn with row_chunk until the tiles make 16 tasks (split_tiles_for_tasks)"},
       {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2, halved in "

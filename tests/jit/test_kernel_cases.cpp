@@ -936,11 +936,13 @@ TEST_P(KernelCases, GemmAlongXPackedSource) {
   sixteen_k.Test();
   EXPECT_EQ(plan_of(sixteen_k).at("algorithm"), "gemm_x");
   EXPECT_TRUE(plan_of(sixteen_k).at("pack_src").get<bool>());
-  // bf16 pairs pack from 8 channel blocks on (20 here; GemmAlongXBf16Pairs), a single block never.
+  // bf16 pairs pack from 8 channel blocks per task on (20 here, with 16 images the tasks keep them all;
+  // GemmAlongXBf16Pairs), a single block never; one image's 16 rows are cut into tasks of fewer blocks.
   const bool pairs = dtype() == DType::bf16 && cpu_bf16_dot();
-  EXPECT_EQ(packed(k2(24, 40).input({16, w})), pairs);
-  EXPECT_EQ(packed(k2(24, 40).input({48, w})), pairs);
-  EXPECT_EQ(packed(k2(16, 40).input({64, w})), pairs);
+  EXPECT_EQ(packed(k2(24, 40).batch(16).input({16, w})), pairs);
+  EXPECT_EQ(packed(k2(24, 40).batch(16).input({48, w})), pairs);
+  EXPECT_EQ(packed(k2(16, 40).batch(16).input({64, w})), pairs);
+  EXPECT_FALSE(packed(k2(24, 40).input({16, w})));
   EXPECT_FALSE(packed(k2(24, 1).input({64, w})));
   TuningHints direct;
   direct.algorithm = "direct";
@@ -982,10 +984,10 @@ TEST_P(KernelCases, GemmAlongXBf16Pairs) {
         EXPECT_EQ(plan.at("algorithm"), "gemm_x");
         EXPECT_EQ(plan.at("choices").at("ic_pairs").get<int>(), pairs);
       }
-  // The default: pairs where gemm_x takes the layer in f32 too; a packed tile from 8 channel blocks on
-  // (3 channels per block: 8 output channels in 3 blocks, 40 in 14).
+  // The default: pairs where gemm_x takes the layer in f32 too; a packed tile from 8 channel blocks per
+  // task on (3 channels per block: 8 output channels in 3 blocks, 40 in 14; 16 images keep them in one task).
   for (int64_t co : {8, 40}) {
-    DeconvTester by_default = k2(6, co).input({10, 32});
+    DeconvTester by_default = k2(6, co).batch(16).input({10, 32});
     by_default.Test();
     const nlohmann::json plan = plan_of(by_default);
     EXPECT_EQ(plan.at("algorithm"), "gemm_x");

@@ -322,9 +322,9 @@ TuningHints random_hints(std::mt19937& rng, Isa isa, const Problem& p) {
     h.ic_unroll = uniform(rng, 0, 3);
     h.ur_w = uniform(rng, 0, 2);
   }
-  // col_x (AVX-512, NCX, G=1): the tile within 28 accumulators, parts of rows. The planner refuses what
-  // does not apply (a stride not dividing 16, pads_begin < 0, a kernel too wide).
-  if (alg == 3 && z && p.groups == 1 && p.data_format == DataFormat::NCX) {
+  // col_x (AVX-512, NCX, groups too): the tile within 28 accumulators, parts of rows. The planner refuses
+  // what does not apply (a stride not dividing 16, pads_begin < 0, a kernel too wide).
+  if (alg == 3 && z && p.data_format == DataFormat::NCX) {
     h = TuningHints{};
     h.algorithm = "col_x";
     h.ur_w = uniform(rng, 0, 4);

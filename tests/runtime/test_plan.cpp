@@ -447,7 +447,8 @@ TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   }
 }
 
-// col_x by default on AVX-512 NCX: up to 16 output channels from 8+ input channels, except where gemm_x
+// col_x by default on AVX-512 NCX (per group; groups in tests/jit/test_col_x_groups.cpp, with the
+// half-vector rows and stride-1 rules): up to 16 output channels from 8+ input channels, except where gemm_x
 // reads NCX in place (K == s), a 1->1 layer (depthwise_x); 17-25 output channels (two vectors a fifth or
 // more empty) where input rows fill 85%+ of their vectors; not from 26 (f32 and f16; bf16 pairs have
 // their own rule). 12-16 channels (3/4+ of a vector) only over rows that fill 85%+ of their vectors or
