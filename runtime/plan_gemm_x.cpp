@@ -140,8 +140,8 @@ double gemm_x_lane_use(const Problem& p) {
 // 1.74x / 1.55x / 1.35x; 12 -> 256 2x2, 1.9, 1.48x / 1.15x / 1.12x; 16 -> 384 2x2, 2.1, 1.13x / 1.25x /
 // 1.22x; 24 -> 128 1x1, 3.4, 1.57x / 1.27x / 1.25x; 40 -> 768 1x1, 7.4, 1.11x / 0.92x / 0.90x; and in f32 at
 // 8.9-22 lanes 0.85-1.16x (0.85-0.95x on 6 of 10); the halves at 3.0 0.84x / 0.90x, at 5.4-8.9 0.87-1.01x.
-// A grid drawn afterwards (16 and 32 -> 16, 48, 128 over rows of 13, 28, 55; f32): 1.03-1.50x from 16 input
-// channels, 0.87-1.18x from 32 (gemm_x_waste_grid_zen4_2t.txt).
+// A grid drawn afterwards (16 and 32 -> 16, 48, 128 over rows of 13, 28, 55; f32; two runs): 1.03-1.76x
+// from 16 input channels, 0.87-1.49x from 32 (gemm_x_waste_grid_zen4_2t.txt).
 namespace {
 double gemm_x_wasted_lanes(const Problem& p) {
   return static_cast<double>(p.c_in_per_group()) *
