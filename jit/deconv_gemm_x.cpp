@@ -37,10 +37,15 @@ class GemmXGenerator : public Generator {
     EmittedCode out;
     set_io(pl_.dtype, true, pl_.ic_pairs, pl_.bf16_vcvt);
     const int kinds = pl_.has_tail() ? 2 : 1;
-    const int64_t height = pl_.axes[1].in, rows = pl_.rows_per_block;
+    const int64_t height = pl_.axes[1].in, rows = pl_.rows_per_block, chunk = pl_.x_chunk;
+    // Variants: the full row group and the plane's last, shorter one; with x chunks (one row each), the
+    // full chunk and the row's last.
+    const int64_t tail = chunk ? row_in() - (detail::x_chunks(pl_) - 1) * chunk : 0;
     for (int kind = 0; kind < kinds; ++kind)
-      for (int64_t r : {rows, height % rows}) {
+      for (int variant = 0; variant < 2; ++variant) {
+        const int64_t r = chunk ? 1 : variant == 0 ? rows : height % rows;
         if (r == 0) continue;
+        extent_ = chunk ? (variant == 0 ? chunk : tail) : row_in();
         align(16);
         out.entries[kind].push_back(getSize());
         emit_function(kind == 0 ? pl_.main.vectors : pl_.last.vectors, static_cast<int>(r));
@@ -63,6 +68,7 @@ class GemmXGenerator : public Generator {
   const Plan& pl_;
   int channels_ = 1;  // output channels of the block kind being emitted
   int rows_ = 1;      // input rows of the row group being emitted
+  int64_t extent_ = 0;  // input pixels of each row a call covers (the row, or an x chunk)
   Label l_index_, l_pairs_;
 
   int64_t positions() const { return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel; }
@@ -107,7 +113,7 @@ std::vector<std::vector<Vec>> GemmXGenerator::blocks() const {
     for (int r = 0; r < rows_; ++r) out.back().push_back(Vec{r * row_in(), static_cast<int>(row_in())});
     return out;
   }
-  const int64_t extent = pl_.flat_plane ? rows_ * row_in() : row_in();
+  const int64_t extent = pl_.flat_plane ? rows_ * row_in() : extent_;
   const int64_t nv = (extent + lanes - 1) / lanes, count = (nv + pl_.ur_w - 1) / pl_.ur_w;
   int64_t q = 0;
   for (int64_t b = 0; b < count; ++b) {
@@ -313,7 +319,7 @@ size_t GemmXGenerator::code_bound(const Plan& pl) {
   const size_t columns = positions * static_cast<size_t>(pl.oc_vectors), vecs = 3;
   const size_t step = vecs * 3 + columns * (1 + vecs);
   const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
-  const int64_t extent = pl.flat_plane ? pl.axes[1].in * pl.axes[2].in : pl.axes[2].in;
+  const int64_t extent = pl.flat_plane ? pl.axes[1].in * pl.axes[2].in : pl.x_chunk ? pl.x_chunk : pl.axes[2].in;
   const size_t nblocks = static_cast<size_t>((extent + 15) / 16 + 1);
   return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 4 * nblocks * (block + vecs * columns * 2 * 24));
 }

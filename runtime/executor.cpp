@@ -220,7 +220,7 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
   const auto& a = pl.axes;
   const int64_t groups = (a[1].in + pl.rows_per_block - 1) / pl.rows_per_block, planes = a[0].in;
   const int64_t row_tiles = (groups + pl.row_chunk - 1) / pl.row_chunk;
-  const int64_t oc_tiles = (pl.oc_blocks + pl.oc_chunk - 1) / pl.oc_chunk;
+  const int64_t oc_tiles = (pl.oc_blocks + pl.oc_chunk - 1) / pl.oc_chunk, chunks = x_chunks(pl);
   const int64_t block_floats = ic_steps(pl) * pl.main.wei_k_floats;
   const int64_t in_sp = a[0].in * a[1].in * a[2].in;
   const int64_t group_floats = static_cast<int64_t>(pl.packed_weights_floats()) / pl.groups;
@@ -234,18 +234,22 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
     for (int64_t c = 0; c < pl.ic_per_group; ++c) std::memcpy(tile + c * pl.src_c, s + c * in_sp, bytes);
     return static_cast<const T*>(tile);
   };
-  auto call = [&](const T* group_src, int64_t n, int64_t gr, int64_t iz, int64_t g, int64_t ob) {
-    const int64_t iy = g * pl.rows_per_block;
+  // Chunk c of a row starts c x_chunk input pixels in; function 1 is the row's last chunk, or without
+  // chunks the plane's last, shorter row group.
+  auto call = [&](const T* group_src, int64_t n, int64_t gr, int64_t iz, int64_t g, int64_t ob, int64_t c) {
+    const int64_t iy = g * pl.rows_per_block, x0 = c * pl.x_chunk;
     jit::KernelArgs args{};
-    args.src = group_src;
+    args.src = group_src + x0;
     args.wei = packed + gr * group_floats + ob * block_floats;
     args.dst = dst + n * pl.dst_n + (gr * pl.oc_per_group + ob * pl.main.vectors) * pl.dst_c +
-               (a[0].stride * iz * a[1].out + a[1].stride * iy) * a[2].out;
+               (a[0].stride * iz * a[1].out + a[1].stride * iy) * a[2].out + a[2].stride * x0;
     args.nblocks = 1;
-    const int shorter = iy + pl.rows_per_block > a[1].in ? 1 : 0;  // the plane's last, shorter group
-    k.fns[ob == pl.oc_blocks - 1 ? 1 : 0][shorter](&args);
+    const bool last = pl.x_chunk ? c == chunks - 1 : iy + pl.rows_per_block > a[1].in;
+    k.fns[ob == pl.oc_blocks - 1 ? 1 : 0][last ? 1 : 0](&args);
   };
   auto task = [&](int64_t t) {
+    const int64_t c = t % chunks;
+    t /= chunks;
     const int64_t rt = t % row_tiles, iz = t / row_tiles % planes;
     const int64_t ot = t / row_tiles / planes % oc_tiles, ng = t / row_tiles / planes / oc_tiles;
     const int64_t n = ng / pl.groups, gr = ng % pl.groups;
@@ -253,10 +257,10 @@ void run_gemm_x(const CompiledKernel& k, const T* src, const float* packed, T* d
     const int64_t ob_end = std::min(pl.oc_blocks, (ot + 1) * pl.oc_chunk);
     for (int64_t g = rt * pl.row_chunk; g < g_end; ++g) {
       const T* group_src = group_source(n, gr, iz, g);
-      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(group_src, n, gr, iz, g, ob);
+      for (int64_t ob = ot * pl.oc_chunk; ob < ob_end; ++ob) call(group_src, n, gr, iz, g, ob, c);
     }
   };
-  for_rows(pl.batch * pl.groups * oc_tiles * planes * row_tiles, pl.parallel, task);
+  for_rows(pl.batch * pl.groups * oc_tiles * planes * row_tiles * chunks, pl.parallel, task);
 }
 
 // col_x: a task is one part of one output row of one image (with batch_block, of ur_w images) in one

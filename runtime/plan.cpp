@@ -251,6 +251,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
     os << "_flat";
   else if (pl.rows_per_block > 1)
     os << "_rows" << pl.rows_per_block;
+  if (pl.x_chunk) os << "_xc" << pl.x_chunk;
   if (pl.ic_blocks > 1) os << "_icb" << pl.ic_block;
   if (pl.ic_pairs) os << "_icp";
   if (pl.bf16_even_odd) os << "_eo";

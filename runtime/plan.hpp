@@ -132,6 +132,7 @@ struct Plan {
   int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows; the last
                                   // group of a plane takes the remainder)
   bool flat_plane = false;        // gemm_x: a row group is the whole plane, its vectors run across rows
+  int64_t x_chunk = 0;            // gemm_x: input pixels of a row per call, rows of 64+ vectors (0: the row)
   // gemm_x: a task is a tile of row_chunk row groups x oc_chunk channel blocks, channel blocks innermost:
   // a row group's source is reused by the tile's channel blocks, their weights by its row groups.
   int64_t oc_chunk = 1, row_chunk = 1;
@@ -180,10 +181,10 @@ struct Plan {
   std::string to_json() const;
   // Generated functions per block kind: one per block width for the row families, one for depthwise_x and dot_x,
   // and for gemm_x the full row group plus a shorter last one when rows_per_block does not divide the
-  // height.
+  // height, or with x chunks the full chunk and the row's last.
   int functions_per_kind() const {
     if (algorithm == Algorithm::col) return 0;  // the inner kernel's functions do the work
-    if (algorithm == Algorithm::gemm_x) return axes[1].in % rows_per_block ? 2 : 1;
+    if (algorithm == Algorithm::gemm_x) return x_chunk || axes[1].in % rows_per_block ? 2 : 1;
     if (algorithm == Algorithm::col_x) return x_split;  // one per part of a row
     return x_vector_family(algorithm) ? 1 : ur_w;
   }
@@ -322,6 +323,8 @@ inline int64_t nt_store_min_bytes(const Plan& pl) {
 }
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
+// gemm_x: the calls (chunks) a row takes along x.
+inline int64_t x_chunks(const Plan& pl) { return pl.x_chunk ? (pl.axes[2].in + pl.x_chunk - 1) / pl.x_chunk : 1; }
 bool gemm_x_applies(const Problem& p, Isa isa);
 bool dot_applies(const Problem& p);  // few output and 8+ input channels per group: the dot family's shape
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies

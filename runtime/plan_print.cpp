@@ -139,6 +139,7 @@ std::string Plan::to_json() const {
   if (algorithm == Algorithm::gemm_x) {
     j["rows_per_block"] = rows_per_block;
     j["flat_plane"] = flat_plane;
+    j["x_chunk"] = x_chunk;
     j["oc_chunk"] = oc_chunk;
     j["row_chunk"] = row_chunk;
   }

@@ -70,6 +70,32 @@ TEST_P(GemmXGroups, MatchReference) {
   }
 }
 
+// Rows of more than 64 vectors run in x chunks (at most 64 vectors, balanced, and within a quarter of L2
+// for their source): each chunk's source and output start x_chunk pixels further on, and the row's last
+// chunk is a function of its own. 1-D stride 2 over two and three chunks (groups, a ragged last vector),
+// 2-D, and stride 1 on x; the first is the default for its shape.
+TEST_P(GemmXGroups, LongRowsRunInChunks) {
+  TuningHints gx;
+  gx.algorithm = "gemm_x";
+  const std::vector<DeconvTester> cases = {
+      T(1, 1, 12, 40, {1187}).batch(2),
+      T(1, 2, 32, 8, {2100}).hints(gx),
+      T(2, 1, 24, 6, {3, 1500}).hints(gx),
+      T(1, 1, 8, 5, {2100}).kernel({1}).stride({1}).hints(gx),
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    DeconvTester t = cases[i];
+    t.Test();
+    const detail::Plan pl = plan_of(t, i == 0 ? TuningHints{} : gx);
+    EXPECT_EQ(pl.algorithm, detail::Algorithm::gemm_x) << pl.name;
+    EXPECT_GT(pl.x_chunk, 0) << pl.name;
+    EXPECT_LE(pl.x_chunk, 64 * 16);
+    EXPECT_GE(detail::x_chunks(pl), 2);
+    EXPECT_EQ(pl.x_chunk % 16, 0);
+  }
+}
+
 std::string type_name(const ::testing::TestParamInfo<DType>& info) { return to_string(info.param); }
 
 INSTANTIATE_TEST_SUITE_P(Types, GemmXGroups, ::testing::Values(DType::f32, DType::bf16, DType::f16), type_name);
@@ -93,6 +119,14 @@ TEST(PlanHeuristic, GemmXWhereItsLanesAreFullerThanTheChannels) {
   EXPECT_NE(plan_of(k2(1, 64, 64, {40, 20})).algorithm, Algorithm::gemm_x);  // channels fill their vectors
   EXPECT_NE(plan_of(k2(1, 6, 3, {40, 37})).algorithm, Algorithm::gemm_x);    // 6 input channels
   EXPECT_EQ(plan_of(k2(16, 16, 16, {40, 40})).algorithm, Algorithm::depthwise_x);
+  // Rows of more than 64 vectors: gemm_x in x chunks, except where col_x, which prefetches the planes a
+  // long row streams, takes the layer (at most 16 output channels from 8+ input channels).
+  auto k2_1d = [](int64_t ci, int64_t co, int64_t w) {
+    return DeconvTester().layout(DataFormat::NCX).rank(1).channels(ci, co).input({w}).kernel({2}).stride({2});
+  };
+  EXPECT_EQ(plan_of(k2_1d(12, 384, 1187)).algorithm, Algorithm::gemm_x);
+  EXPECT_EQ(plan_of(k2_1d(192, 8, 17808)).algorithm, Algorithm::col_x);
+  EXPECT_EQ(plan_of(k2_1d(192, 8, 1000)).algorithm, Algorithm::gemm_x);  // one call per row
 }
 
 }  // namespace
