@@ -6,7 +6,8 @@
 // vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
 // contiguous NCX output rows. Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function
 // 0 computes a full row group and function 1 (when the height calls for it) the shorter last group of a
-// plane. With a 1x1 kernel on x (stride 1) the vectors are stored as they are.
+// plane, or with x chunks (Plan::x_chunk, rows of one input row each) function 0 a full chunk and function
+// 1 the row's last. With a 1x1 kernel on x (stride 1) the vectors are stored as they are.
 #include <algorithm>
 #include <vector>
 
@@ -23,7 +24,9 @@ using Off = KernelArgsOffsets;
 constexpr int kFloat = 4;
 
 // An input vector of a block: lanes q0 .. q0 + lanes - 1 of the row group's plane-contiguous source, so
-// lane l is input row (q0 + l) / W, column (q0 + l) % W of the group.
+// lane l is input row (q0 + l) / W, column (q0 + l) % W of the group. With x chunks q0 counts from the
+// chunk's first pixel and stays below the chunk's width (< W): the row is then 0 and the column relative
+// to the chunk, whose source and output the caller points at.
 struct Vec {
   int64_t q0 = 0;
   int lanes = 16;  // real lanes

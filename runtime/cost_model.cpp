@@ -85,12 +85,13 @@ Estimate gemm_x_family(const Plan& pl, const Problem& p) {
   // Weights come as embedded broadcasts: one load per FMA column, the input vectors once per step.
   e.efficiency = lane_use * tile_efficiency(fmas, static_cast<double>(block_vectors + pl.oc_vectors * positions) / 2);
   e.efficiency *= 1.0 / (1.0 + 0.15 / pl.ic_unroll);
-  const int64_t groups = ceil_div(ay.in, pl.rows_per_block);
-  e.tasks = pl.batch * pl.axes[0].in * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk);
-  e.calls = static_cast<double>(pl.batch * pl.axes[0].in * groups * pl.oc_blocks);
+  const int64_t groups = ceil_div(ay.in, pl.rows_per_block), outer = pl.batch * pl.groups * pl.axes[0].in * x_chunks(pl);
+  e.tasks = outer * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk);
+  e.calls = static_cast<double>(outer * groups * pl.oc_blocks);
   // Tiles sized for L2 reuse weights and source; a tile that overflows it streams them again.
+  const int64_t row = pl.x_chunk ? pl.x_chunk : ax.in;  // of one task
   const double tile_bytes = 4.0 * pl.ic_per_group * (pl.oc_chunk * pl.main.wei_k_floats +
-                                                     pl.row_chunk * pl.rows_per_block * ax.in);
+                                                     pl.row_chunk * pl.rows_per_block * row);
   if (tile_bytes > (1 << 20)) e.efficiency *= 0.85;
   // Source rows that collide in the L2's sets come from further away; a tile where they would not is a
   // copy for nothing (choose_pack_src: 1.07-1.55x where it pays, 0.93-0.98x where not).

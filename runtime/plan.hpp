@@ -132,7 +132,8 @@ struct Plan {
   int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows; the last
                                   // group of a plane takes the remainder)
   bool flat_plane = false;        // gemm_x: a row group is the whole plane, its vectors run across rows
-  int64_t x_chunk = 0;            // gemm_x: input pixels of a row per call, rows of 64+ vectors (0: the row)
+  int64_t x_chunk = 0;            // gemm_x: input pixels of a row per call, rows of more than 64 vectors
+                                  // (0: the whole row)
   // gemm_x: a task is a tile of row_chunk row groups x oc_chunk channel blocks, channel blocks innermost:
   // a row group's source is reused by the tile's channel blocks, their weights by its row groups.
   int64_t oc_chunk = 1, row_chunk = 1;
@@ -328,6 +329,7 @@ inline int64_t x_chunks(const Plan& pl) { return pl.x_chunk ? (pl.axes[2].in + p
 bool gemm_x_applies(const Problem& p, Isa isa);
 bool dot_applies(const Problem& p);  // few output and 8+ input channels per group: the dot family's shape
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
+bool gemm_x_streams_long_rows(const Problem& p);  // x chunks whose source passes a quarter of L2
 double gemm_x_lane_use(const Problem& p);  // the share of gemm_x's lanes holding pixels
 bool gemm_x_lanes_wasted(const Problem& p);  // rows of one vector filling less than 7/8 of gemm_x's lanes
 // gemm_x: whether copying each row group's source into a tile pays (choose_pack_src; the cost model).

@@ -154,7 +154,7 @@ namespace deconvjit::detail {
 // linknet_fullconv2x2 1.07x, espnet_classifier 1.03x, fcn8s_upscore8 1.00x, enet_fullconv 0.97x; rows
 // filling less lost: fcn8s_voc_upscore_pool4 0.94x, fcn16s_siftflow_sem_upscore2 0.92x;
 // docs/data/colx_sweep_zen4_2t.jsonl). K == s
-// layers stay with gemm_x (or, for bf16, the dot family's pairs: dbnet_head_up2 0.83x), which read NCX in
+// layers stay with gemm_x (but see below for long rows) (or, for bf16, the dot family's pairs: dbnet_head_up2 0.83x), which read NCX in
 // place. Fewer than 8 input channels leave too short a reduction for the phase interleave
 // (flownets_flow3_up, 2 -> 2, 0.7x).
 // bf16 with channel pairs (docs/data/colx_sweep_bf16_2t.jsonl): the dot family's layers again, all 23
@@ -191,12 +191,12 @@ bool col_x_preferred(const Problem& p, Isa isa) {
   const bool short_reduction = ic < 8 && (p.stride.back() > 1 || reduction < 8);
   if (short_reduction || (oc > 16 && !empty_lanes) || rows < 0.5) return false;
   if (channels >= 0.75 && rows < 0.85 && rows <= channels) return false;  // (see above)
-  // gemm_x takes K == s, but on rows it runs in x chunks (64+ vectors) col_x keeps the layers it prefers:
-  // its software prefetch serves the many input planes a long row streams, which gemm_x lacks (holdout s97
-  // ho02, 192 -> 8 channels per group over rows of 17808: col_x 1.01 ms, gemm_x 1.33-1.46; from 8 to 48
-  // input channels 0.70-1.55x, mixed).
-  const bool chunked = p.in.back() > 64 * 16;
-  if (!col_x_applies(p, isa) || (gemm_x_applies(p, isa) && !chunked)) return false;
+  // gemm_x takes K == s, but where it runs long rows in x chunks whose source passes a quarter of L2 col_x
+  // keeps the layers it prefers: its software prefetch serves the many input planes such a row streams,
+  // which gemm_x lacks (holdout s97 ho02, 192 -> 8 channels per group over rows of 17808: gemm_x against
+  // col_x 0.71-0.72x in f32, 0.84-0.88x bf16, 0.97x f16). With 16-48 input channels gemm_x won 13 of 16
+  // rows (0.70-1.35x; docs/data/gemm_x_chunks_zen4_2t.jsonl).
+  if (!col_x_applies(p, isa) || (gemm_x_applies(p, isa) && !gemm_x_streams_long_rows(p))) return false;
   return !pairs || oc <= kDotMaxOc || channels <= 0.75;
 }
 

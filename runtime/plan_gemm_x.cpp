@@ -19,19 +19,17 @@ constexpr int kAccumulators = 24;
 // What one core's L2 holds comfortably next to the streams (1 MiB on the machines measured).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
-// Rows of more than 64 vectors run in chunks of at most 64, balanced: the kernel unrolls a call's blocks
-// along x, so its code grows with the row. Each chunk is a call (and a task) of its own, and its source
-// (every input channel) stays within a quarter of L2 for the channel blocks that read it after the first
-// (holdout s97 ho02, 192 -> 8 channels per group over rows of 17808, 2 blocks: chunks of 62 vectors, 760
-// KB, ran 0.71x against col_x, which reads the source once).
+// Rows of more than 64 vectors run in chunks of at most 64 vectors, as equal as whole vectors allow (the
+// last may be shorter): the kernel unrolls a call's blocks along x, so its code grows with the row. Each
+// chunk is a call (and a task) of its own. (Chunks whose source fits a quarter of L2 measured no faster:
+// holdout s97 ho02, 192 -> 8 channels per group over rows of 17808, 0.711x and 0.718x against col_x with
+// chunks of 62 and 21 vectors; docs/data/gemm_x_chunks_zen4_2t.jsonl.)
 constexpr int64_t kMaxChunkVectors = 64;
 
 int64_t choose_x_chunk(const Plan& pl) {
   const int64_t row_vectors = ceil_div(pl.axes[2].in, pl.lanes);
   if (row_vectors <= kMaxChunkVectors) return 0;
-  const int64_t fits = kL2Bytes / 4 / (pl.ic_per_group * pl.lanes * pl.elem_bytes());
-  const int64_t most = std::clamp<int64_t>(fits, 8, kMaxChunkVectors);
-  return ceil_div(row_vectors, ceil_div(row_vectors, most)) * pl.lanes;
+  return ceil_div(row_vectors, ceil_div(row_vectors, kMaxChunkVectors)) * pl.lanes;
 }
 
 // A small plane of one image may fit one tile, and then one thread: a task count that does not depend on
@@ -174,6 +172,14 @@ bool gemm_x_preferred(const Problem& p) {
   return full || dot_applies(p) || (p.c_in_per_group() >= 8 && gemm_x_wasted_lanes(p) <= flush);
 }
 
+// Rows that gemm_x runs in chunks and whose chunk of every input channel passes a quarter of L2: gemm_x
+// streams those planes without software prefetch (col_x_preferred).
+bool gemm_x_streams_long_rows(const Problem& p) {
+  const int64_t element = static_cast<int64_t>(dtype_size(p.dtype));
+  const int64_t chunk_bytes = kMaxChunkVectors * 16 * p.c_in_per_group() * element;
+  return p.in.back() > kMaxChunkVectors * 16 && chunk_bytes > kL2Bytes / 4;
+}
+
 bool gemm_x_applies(const Problem& p, Isa isa) {
   if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX) return false;
   for (int i = 0; i < p.spatial_rank; ++i)
@@ -254,6 +260,8 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;
   pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = p.c_out * out_sp;
+  check_hint(h.pack_src != 1 || !pl.x_chunk, "gemm_x: pack_src copies whole rows, not the x chunks of rows "
+                                              "of more than 64 vectors");
   choose_pack_src(pl, p, h);
   // A packed tile holds the row group's elements of each channel, a whole number of vectors apart.
   if (pl.pack_src) pl.src_c = ceil_div(int64_t{pl.rows_per_block} * ax.in, pl.lanes) * pl.lanes;

@@ -31,7 +31,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "depthwise_x also for G=1 with one channel each way (one_channel_native); col_x on AVX-512 for at "
        "most 16 output channels per group (17-25 where input rows fill 85%+ of their vectors; 12-16 only "
        "where the rows fill 85%+ or more of theirs than the channels do) from 8+ input channels per group "
-       "(any number at x stride 1), over rows filling half a vector or more, where gemm_x is not preferred "
+       "(any number at x stride 1), over rows filling half a vector or more, where gemm_x does not apply "
+       "(or runs rows of more than 64 vectors in chunks whose source passes a quarter of L2) "
        "(col_x_preferred; with bf16 channel pairs only for at most 4 output channels or channels filling at "
        "most 3/4 of a vector). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
@@ -119,7 +120,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"pack_src", "gemm_x"}, "choose_pack_src: a task copies its row group's source into a contiguous tile when input "
                                "planes are a multiple of 8 KiB apart (they collide in the L2's sets), from 17 input "
                                "channels and with at least two of the task's channel blocks (oc_chunk) to read it; with "
-                               "bf16 pairs from 8 of them (their half-vector loads then never split a cache line)"},
+                               "bf16 pairs from 8 of them (their half-vector loads then never split a cache line); never with x "
+                               "chunks (a task would copy whole rows)"},
       {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2, halved in "
                                 "turn with row_chunk until the tiles make 16 tasks (split_tiles_for_tasks)"},
       {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2, halved in "

@@ -9,6 +9,7 @@
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/plan.hpp"
 #include "support/deconv_tester.hpp"
+#include "support/family_cases.hpp"
 #include "support/no_disk_cache.hpp"
 
 namespace deconvjit {
@@ -47,12 +48,7 @@ TEST_P(ColXGroups, MatchReference) {
   tail.oc_vectors = 3, tail.x_split = 2;
   TuningHints images = cx;
   images.batch_block = 1, images.ur_w = 2;
-  struct Case {
-    DeconvTester t;
-    TuningHints h;
-    bool by_default;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<testing::FamilyCase> cases = {
       {T(3, 4, 12, 4, {5, 6, 40}).batch(2).kernel({3, 3, 3}).pads({1, 1, 1}, {1, 1, 1}), {}, true},
       {T(2, 8, 192, 24, {9, 16}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}), {}, true},
       {T(1, 8, 96, 24, {300}).batch(2).kernel({16}).stride({8}).pads({4}, {4}), {}, true},
@@ -60,15 +56,7 @@ TEST_P(ColXGroups, MatchReference) {
       {T(2, 2, 10, 14, {3, 70}).kernel({3, 5}).stride({1, 2}).pads({1, 2}, {0, 1}), tail, false},
       {T(2, 3, 27, 6, {4, 11}).batch(4).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}), images, false},
   };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    DeconvTester t = cases[i].t;
-    if (!cases[i].by_default) t.hints(cases[i].h);
-    t.Test();
-    const detail::Plan pl = plan_of(t, cases[i].by_default ? TuningHints{} : cases[i].h);
-    EXPECT_EQ(pl.algorithm, detail::Algorithm::col_x) << pl.name;
-    EXPECT_GT(pl.groups, 1);
-  }
+  testing::expect_family_cases(cases, detail::Algorithm::col_x, plan_of);
 }
 
 // Not by default: rows filling less than half a vector (a G=4 192 -> 3 layer over rows of 5 ran 0.4x

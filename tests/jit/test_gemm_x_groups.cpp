@@ -10,6 +10,7 @@
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/plan.hpp"
 #include "support/deconv_tester.hpp"
+#include "support/family_cases.hpp"
 #include "support/no_disk_cache.hpp"
 
 namespace deconvjit {
@@ -46,12 +47,7 @@ TEST_P(GemmXGroups, MatchReference) {
   gx.algorithm = "gemm_x";
   TuningHints packed = gx;
   packed.pack_src = 1;
-  struct Case {
-    DeconvTester t;
-    TuningHints h;
-    bool by_default;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<testing::FamilyCase> cases = {
       {T(3, 2, 160, 2, {3, 4, 27}).batch(2), {}, true},
       {T(2, 4, 64, 32, {5, 40}), {}, true},
       {T(2, 2, 64, 26, {7, 13}).kernel({1, 1}).stride({1, 1}), {}, true},
@@ -59,15 +55,7 @@ TEST_P(GemmXGroups, MatchReference) {
       {T(2, 2, 18, 10, {3, 20}), gx, false},
       {T(1, 3, 24, 6, {50}).batch(3), gx, false},
   };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    DeconvTester t = cases[i].t;
-    if (!cases[i].by_default) t.hints(cases[i].h);
-    t.Test();
-    const detail::Plan pl = plan_of(t, cases[i].by_default ? TuningHints{} : cases[i].h);
-    EXPECT_EQ(pl.algorithm, detail::Algorithm::gemm_x) << pl.name;
-    EXPECT_GT(pl.groups, 1);
-  }
+  testing::expect_family_cases(cases, detail::Algorithm::gemm_x, plan_of);
 }
 
 // Rows of more than 64 vectors run in x chunks (at most 64 vectors, balanced, and within a quarter of L2
@@ -77,17 +65,21 @@ TEST_P(GemmXGroups, MatchReference) {
 TEST_P(GemmXGroups, LongRowsRunInChunks) {
   TuningHints gx;
   gx.algorithm = "gemm_x";
+  TuningHints tail = gx;
+  tail.oc_vectors = 4;
   const std::vector<DeconvTester> cases = {
       T(1, 1, 12, 40, {1187}).batch(2),
       T(1, 2, 32, 8, {2100}).hints(gx),
       T(2, 1, 24, 6, {3, 1500}).hints(gx),
       T(1, 1, 8, 5, {2100}).kernel({1}).stride({1}).hints(gx),
+      T(1, 1, 13, 10, {1100}).hints(tail),  // a channel tail kind; 13 channels: half a bf16 pair
+      T(1, 1, 8, 4, {2048}).hints(gx),      // chunks of exactly 64 vectors: the last one is full too
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     DeconvTester t = cases[i];
     t.Test();
-    const detail::Plan pl = plan_of(t, i == 0 ? TuningHints{} : gx);
+    const detail::Plan pl = plan_of(t, i == 0 ? TuningHints{} : i == 4 ? tail : gx);
     EXPECT_EQ(pl.algorithm, detail::Algorithm::gemm_x) << pl.name;
     EXPECT_GT(pl.x_chunk, 0) << pl.name;
     EXPECT_LE(pl.x_chunk, 64 * 16);
@@ -120,13 +112,16 @@ TEST(PlanHeuristic, GemmXWhereItsLanesAreFullerThanTheChannels) {
   EXPECT_NE(plan_of(k2(1, 6, 3, {40, 37})).algorithm, Algorithm::gemm_x);    // 6 input channels
   EXPECT_EQ(plan_of(k2(16, 16, 16, {40, 40})).algorithm, Algorithm::depthwise_x);
   // Rows of more than 64 vectors: gemm_x in x chunks, except where col_x, which prefetches the planes a
-  // long row streams, takes the layer (at most 16 output channels from 8+ input channels).
+  // long row streams, takes the layer (at most 16 output channels from 8+ input channels) and a chunk's
+  // source passes a quarter of L2.
   auto k2_1d = [](int64_t ci, int64_t co, int64_t w) {
     return DeconvTester().layout(DataFormat::NCX).rank(1).channels(ci, co).input({w}).kernel({2}).stride({2});
   };
   EXPECT_EQ(plan_of(k2_1d(12, 384, 1187)).algorithm, Algorithm::gemm_x);
-  EXPECT_EQ(plan_of(k2_1d(192, 8, 17808)).algorithm, Algorithm::col_x);
-  EXPECT_EQ(plan_of(k2_1d(192, 8, 1000)).algorithm, Algorithm::gemm_x);  // one call per row
+  EXPECT_EQ(plan_of(k2_1d(192, 8, 17808)).algorithm, Algorithm::col_x);  // 768 KB of source per chunk
+  EXPECT_EQ(plan_of(k2_1d(192, 8, 1025)).algorithm, Algorithm::col_x);
+  EXPECT_EQ(plan_of(k2_1d(192, 8, 1024)).algorithm, Algorithm::gemm_x);  // one call per row
+  EXPECT_EQ(plan_of(k2_1d(48, 8, 17808)).algorithm, Algorithm::gemm_x);  // 192 KB per chunk
 }
 
 }  // namespace

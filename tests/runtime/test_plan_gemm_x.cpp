@@ -13,10 +13,11 @@ namespace {
 
 using testing::DeconvTester;
 
-// gemm_x's tasks (runtime/executor.cpp, run_gemm_x): images x planes x row tiles x channel tiles.
+// gemm_x's tasks (runtime/executor.cpp, run_gemm_x): images x planes x x chunks x row tiles x channel tiles.
 int64_t gemm_x_tasks(const Plan& pl) {
   const int64_t groups = ceil_div(pl.axes[1].in, int64_t{pl.rows_per_block});
-  return pl.batch * pl.groups * pl.axes[0].in * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk);
+  return pl.batch * pl.groups * pl.axes[0].in * x_chunks(pl) * ceil_div(groups, pl.row_chunk) *
+         ceil_div(pl.oc_blocks, pl.oc_chunk);
 }
 
 // 384 -> 48 channels, 2x2 stride 2, over one 28x14 plane (holdout s89 ho44): the L2's tile holds the whole
@@ -53,6 +54,19 @@ TEST(PlanGemmX, HalvesRowsAndChannelsInTurn) {
   EXPECT_EQ(pl.row_chunk, 6);
   EXPECT_EQ(pl.oc_chunk, 16);
   EXPECT_EQ(gemm_x_tasks(pl), 22);
+}
+
+// A row of 256 vectors runs as 4 x chunks, 4 tasks of all 16 channel blocks: the channel tiles are halved
+// only to 4 blocks for 16 tasks (counting the chunks; without them the tiles would shrink to one block).
+TEST(PlanGemmX, CountsXChunksAsTasks) {
+  const Plan pl = plan_for(DeconvTester().rank(1).channels(16, 64).input({4096}).kernel({2}).stride({2}).pads({0}, {0}),
+                           Isa::avx512_core);
+  ASSERT_EQ(pl.algorithm, Algorithm::gemm_x);
+  EXPECT_EQ(pl.x_chunk, 64 * 16);
+  EXPECT_EQ(x_chunks(pl), 4);
+  ASSERT_EQ(pl.oc_blocks, 16) << pl.to_json();
+  EXPECT_EQ(pl.oc_chunk, 4);
+  EXPECT_EQ(gemm_x_tasks(pl), 16);
 }
 
 Algorithm ncx_family(const DeconvTester& t) { return plan_for(t, Isa::avx512_core).algorithm; }
