@@ -1,5 +1,5 @@
 // The plan: kernel names, the register budget of every heuristic plan, hints honoured or rejected with
-// InvalidArgument, the algorithm routes (gemm, depthwise), Plan::to_json. The schedule: test_schedule.cpp.
+// InvalidArgument, Plan::to_json. The routes: test_plan_routes.cpp; the schedule: test_schedule.cpp.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -28,15 +28,6 @@ std::string join_x(const std::vector<int64_t>& v) {
   return s;
 }
 
-// Expects make_plan to reject the hints with InvalidArgument.
-void expect_rejected(const Problem& p, Isa isa, const TuningHints& h, const char* what) {
-  try {
-    make_plan(p, isa, h);
-    ADD_FAILURE() << "accepted " << what << " on " << to_string(isa);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << what << ": " << e.what();
-  }
-}
 
 // ---- names ----------------------------------------------------------------------------------------------
 
@@ -379,144 +370,6 @@ TEST(PlanHints, DotFamilyHonoursOrRejectsEveryHint) {
       EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
     }
   }
-}
-
-// ---- routes ---------------------------------------------------------------------------------------------
-
-TEST(PlanRoutes, KernelEqualsStrideWithoutPaddingIsGemm) {
-  for (Isa isa : kIsas) {
-    for (int64_t k : {2, 3, 4}) {
-      const Plan pl = plan_for(DeconvTester().layout(DataFormat::NXC).channels(16, 24).input({5, 6}).kernel({k, k})
-                                   .stride({k, k}), isa);
-      EXPECT_EQ(pl.algorithm, Algorithm::gemm) << pl.name;
-      EXPECT_EQ(pl.axes[2].stride, 1);  // x folded into the channels
-      EXPECT_EQ(pl.oc_per_group, 24 * k);
-    }
-    // Groups, padding, or a forced direct algorithm keep it off the gemm route.
-    EXPECT_NE(plan_for(DeconvTester().layout(DataFormat::NXC).groups(2).channels(16, 24).input({5, 6})
-                           .kernel({2, 2}).stride({2, 2}), isa).algorithm, Algorithm::gemm);
-    EXPECT_NE(plan_for(DeconvTester().layout(DataFormat::NXC).channels(16, 24).input({5, 6}).kernel({2, 2})
-                           .stride({2, 2}).pads({1, 1}, {1, 1}), isa).algorithm, Algorithm::gemm);
-    TuningHints direct;
-    direct.algorithm = "direct";
-    EXPECT_EQ(plan_for(DeconvTester().layout(DataFormat::NXC).channels(16, 24).input({5, 6}).kernel({2, 2})
-                           .stride({2, 2}), isa, direct).algorithm, Algorithm::direct);
-  }
-}
-
-TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
-  for (Isa isa : kIsas)
-    for (int64_t c : {3, 16, 37})
-      for (DataFormat f : {DataFormat::NCX, DataFormat::NXC}) {
-        const Plan pl = plan_for(DeconvTester().layout(f).groups(c).channels(c, c).input({5, 6}).stride({2, 2}), isa);
-        // NCX data gets the family that vectorises along x and needs no layout copies.
-        EXPECT_EQ(pl.algorithm, f == DataFormat::NCX ? Algorithm::depthwise_x : Algorithm::depthwise) << pl.name;
-        EXPECT_NE(pl.name.find(f == DataFormat::NCX ? "_depthwise_x_" : "_depthwise_"), std::string::npos)
-            << pl.name;
-        EXPECT_NE(plan_for(DeconvTester().layout(f).groups(c).channels(c, 2 * c).input({5, 6}), isa).algorithm,
-                  Algorithm::depthwise);
-      }
-}
-
-// The NCX defaults that change a layer's family: the dot family's wide rows go to col_x on AVX-512 and to
-// dot_x on AVX2, a 1->1 layer without groups to depthwise_x. Each keeps its NXC family when a hint asks
-// for something only that family does (x_halo), and dot_x and col_x are refused on NXC data by name.
-TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
-  const DeconvTester dot = DeconvTester().channels(16, 1).input({4, 40}).kernel({4, 4}).stride({2, 2})
-                               .pads({1, 1}, {1, 1});
-  const DeconvTester one = DeconvTester().channels(1, 1).input({8, 40}).kernel({4, 4}).stride({2, 2})
-                               .pads({1, 1}, {1, 1});
-  TuningHints halo;
-  halo.x_halo = 1;
-  TuningHints serial;
-  serial.parallel = 0;
-  for (Isa isa : kIsas) {
-    const Algorithm native = isa == Isa::avx512_core ? Algorithm::col_x : Algorithm::dot_x;
-    EXPECT_EQ(plan_for(dot, isa).algorithm, native) << to_string(isa);
-    EXPECT_EQ(plan_for(dot, isa, serial).algorithm, native) << to_string(isa);
-    EXPECT_EQ(plan_for(dot, isa, halo).algorithm, Algorithm::dot) << to_string(isa);
-    EXPECT_EQ(plan_for(one, isa).algorithm, Algorithm::depthwise_x) << to_string(isa);
-    EXPECT_NE(plan_for(one, isa, halo).algorithm, Algorithm::depthwise_x) << to_string(isa);
-    EXPECT_NE(plan_for(DeconvTester(one).layout(DataFormat::NXC), isa).algorithm, Algorithm::depthwise_x);
-    TuningHints dot_x;
-    dot_x.algorithm = "dot_x";
-    expect_rejected(resolve(DeconvTester(dot).layout(DataFormat::NXC).descriptor()), isa, dot_x, "dot_x on NXC");
-    TuningHints col_x;
-    col_x.algorithm = "col_x";
-    expect_rejected(resolve(DeconvTester(dot).layout(DataFormat::NXC).descriptor()), isa, col_x, "col_x on NXC");
-  }
-}
-
-// col_x by default on AVX-512 NCX (per group; groups in tests/jit/test_col_x_groups.cpp, with the
-// half-vector rows and stride-1 rules): up to 16 output channels from 8+ input channels, except where gemm_x
-// reads NCX in place (K == s), a 1->1 layer (depthwise_x); 17-25 output channels (two vectors a fifth or
-// more empty) where input rows fill 85%+ of their vectors; not from 26 (f32 and f16; bf16 pairs have
-// their own rule). 12-16 channels (3/4+ of a vector) only over rows that fill 85%+ of their vectors or
-// more of them than the channels fill of theirs.
-TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
-  auto alg = [](const DeconvTester& t) { return plan_for(t, Isa::avx512_core).algorithm; };
-  const DeconvTester base = DeconvTester().input({6, 64}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
-  EXPECT_EQ(alg(DeconvTester(base).channels(20, 10)), Algorithm::col_x);
-  EXPECT_EQ(alg(DeconvTester(base).channels(64, 16)), Algorithm::col_x);
-  EXPECT_EQ(alg(DeconvTester(base).channels(64, 17)), Algorithm::col_x);
-  EXPECT_EQ(alg(DeconvTester(base).channels(64, 25).dtype(DType::f16)), Algorithm::col_x);
-  EXPECT_NE(alg(DeconvTester(base).channels(64, 26)), Algorithm::col_x);
-  EXPECT_NE(alg(DeconvTester(base).channels(64, 17).input({6, 34})), Algorithm::col_x);  // rows 71% full
-  EXPECT_NE(alg(DeconvTester(base).channels(24, 16).input({6, 18})), Algorithm::col_x);  // 56% against 100%
-  EXPECT_NE(alg(DeconvTester(base).channels(24, 16).input({6, 52})), Algorithm::col_x);  // 81% against 100%
-  EXPECT_NE(alg(DeconvTester(base).channels(24, 12).input({6, 24})), Algorithm::col_x);  // 75% against 75%
-  EXPECT_EQ(alg(DeconvTester(base).channels(24, 12).input({6, 26})), Algorithm::col_x);  // 81% against 75%
-  EXPECT_EQ(alg(DeconvTester(base).channels(24, 16).input({6, 56})), Algorithm::col_x);  // 88%
-  EXPECT_EQ(alg(DeconvTester(base).channels(24, 10).input({6, 18})), Algorithm::col_x);  // channels 62%
-  EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);
-  EXPECT_NE(alg(DeconvTester(base).channels(20, 10).layout(DataFormat::NXC)), Algorithm::col_x);
-  EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).kernel({2, 2}).pads({0, 0}, {0, 0})), Algorithm::gemm_x);
-  EXPECT_EQ(plan_for(DeconvTester(base).channels(20, 10), Isa::avx2).algorithm, Algorithm::direct);
-}
-
-// NCX layers blocked over images take whole-tensor copies, whose transposes write planes whole, instead of
-// a row buffer whose flush writes each image's short rows; a layout hint still picks the row buffer.
-TEST(PlanRoutes, BatchBlockedNcxThroughScratch) {
-  const DeconvTester base = DeconvTester().batch(16).channels(64, 64).input({5, 5}).kernel({3, 3}).stride({2, 2});
-  for (Isa isa : kIsas) {
-    const Plan pl = plan_for(base, isa);
-    EXPECT_TRUE(pl.block_over_batch) << to_string(isa);
-    EXPECT_EQ(pl.layout, LayoutPath::ncx_via_scratch) << to_string(isa);
-    TuningHints rows;
-    rows.layout = "row_buffer";
-    EXPECT_EQ(plan_for(base, isa, rows).layout, LayoutPath::ncx_row_buffer) << to_string(isa);
-    EXPECT_EQ(plan_for(DeconvTester(base).batch(2), isa).layout, LayoutPath::ncx_row_buffer) << to_string(isa);
-  }
-}
-
-// Depthwise layers depthwise_x cannot take (x stride 3) go through whole-tensor copies while the output is
-// below 8 MB, through a row buffer from there on (in bytes: bf16 halves them).
-TEST(PlanRoutes, DepthwiseNcxThroughCopiesOnlyWhileTheOutputIsSmall) {
-  auto dw = [](int64_t side) {
-    return DeconvTester().groups(64).channels(64, 64).input({side, side}).kernel({3, 3}).stride({3, 3});
-  };
-  for (Isa isa : kIsas) {
-    EXPECT_EQ(plan_for(dw(44), isa).layout, LayoutPath::ncx_via_scratch) << to_string(isa);    // 4.5 MB
-    EXPECT_EQ(plan_for(dw(88), isa).layout, LayoutPath::ncx_row_buffer) << to_string(isa);     // 17.8 MB
-    EXPECT_EQ(plan_for(dw(88).dtype(DType::bf16), isa).layout, LayoutPath::ncx_row_buffer);     // 8.9 MB
-    EXPECT_EQ(plan_for(dw(60).dtype(DType::bf16), isa).layout, LayoutPath::ncx_via_scratch);    // 4.1 MB
-    EXPECT_EQ(plan_for(dw(88), isa).algorithm, Algorithm::depthwise) << to_string(isa);
-    TuningHints copies;
-    copies.layout = "scratch";
-    EXPECT_EQ(plan_for(dw(88), isa, copies).layout, LayoutPath::ncx_via_scratch) << to_string(isa);
-  }
-}
-
-// col_x asks for source rows ahead only where a row spans several tiles (rows of one tile walk each plane
-// row after row, as the hardware prefetchers follow).
-TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
-  const DeconvTester base = DeconvTester().channels(64, 1).kernel({5, 5}).stride({2, 2}).pads({1, 1}, {2, 2});
-  const Plan one = plan_for(DeconvTester(base).input({14, 14}), Isa::avx512_core);
-  const Plan many = plan_for(DeconvTester(base).input({14, 200}), Isa::avx512_core);
-  ASSERT_EQ(one.algorithm, Algorithm::col_x);
-  ASSERT_EQ(many.algorithm, Algorithm::col_x);
-  EXPECT_FALSE(one.prefetch_src);
-  EXPECT_TRUE(many.prefetch_src);
 }
 
 // A block's pixels each read a line at the same channel offset; where they are a multiple of 2 KiB apart
