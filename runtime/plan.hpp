@@ -295,6 +295,15 @@ bool nt_stores_possible(const Plan& pl);
 // cycle over them, and they are summed (in a fixed order) before the store. See Plan::acc_chains.
 int accumulator_sets(const Plan& pl, int w, int nv);
 
+// The row families' register tile (runtime/plan_tile.cpp): pixels x channel vectors within the register
+// budget (choose_tile), the dot family's (choose_dot_tile), the FMA chains that hide latency, the x taps
+// of one phase, and whether the dot family's fused x taps pay for a block of `ur` pixels.
+void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec);
+void choose_dot_tile(Plan& pl, const TuningHints& h);
+void choose_acc_chains(Plan& pl);
+int max_x_taps(const Plan& pl);
+bool dot_fusion_pays(const Plan& pl, int ur);
+
 inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;
   return pl.dtype == DType::f16 && !pl.widen_src && (pl.isa == Isa::avx512_core || pl.oc_vectors >= 3) &&

@@ -1,0 +1,164 @@
+// Planning the register tile of the row families (direct, gemm, depthwise, dot): pixels x channel vectors
+// within the register budget, the dot family's tile, and the accumulator sets that hide FMA latency.
+#include <algorithm>
+#include <string>
+
+#include "runtime/cpu.hpp"
+#include "runtime/int_math.hpp"
+#include "runtime/plan.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+// Register budget: accumulators ur_w*nv, nv weight vectors, broadcast registers.
+int max_ur_w(Isa isa, int nv) {
+  const int bcast = isa == Isa::avx512_core ? 2 : 1;
+  return (vector_registers(isa) - nv - bcast) / nv;
+}
+
+// f16 on AVX2 with broadcasts from the source, each element converted (vpbroadcastw + vcvtph2ps, or the
+// slot's widening store and reloads): a block of four vectors feeds each converted element to four FMAs
+// instead of two, in 2 pixels (8 accumulators, 4 weights and a broadcast fill the 16 registers). Not where
+// the source is widened once instead (widen_src_pays: 1024+ FLOPs per element; its broadcasts are plain
+// f32), nor past whole blocks of four. Zen 4, 2 threads, in one process, 2x4 against 6x2: 1.11-1.22x on
+// all 10 such NXC suite and holdout layers (linknet_final and hifigan_up4 1.15x), 0.97 at 40 channels (5
+// vectors), 0.77-0.93 where the source is widened; over the 38 layer x layout rows the rule changes (NCX
+// through the row buffer too) 1.07-1.38x on 37, 0.96 on one of 85 us (docs/data/f16_avx2_wide_block_zen4_2t.txt).
+bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
+  const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
+  return pl.isa == Isa::avx2 && pl.dtype == DType::f16 && pl.algorithm == Algorithm::direct && n_vec % 4 == 0 &&
+         h.widen_src != 1 && !widening_repays_on_avx2(pl.oc_per_group, taps);
+}
+
+// Products summed into each output element: the reduction's channels times the taps of a phase.
+int64_t products_per_output(const Plan& pl) {
+  int64_t taps = 1;
+  for (const Axis& a : pl.axes) taps *= ceil_div(a.kernel, a.tap_k_step);  // (a phase's taps, as max_x_taps)
+  return pl.ic_per_group * taps;
+}
+
+}  // namespace
+
+int max_x_taps(const Plan& pl) {
+  return static_cast<int>(ceil_div(pl.axes[2].kernel, pl.axes[2].tap_k_step));
+}
+
+// The dot family's fused x taps (jit/deconv_dot.cpp, emit_fused_x) load each source vector once for all
+// the taps of its phase that meet it, where the tap loop loads it once per tap: on AVX-512 f16 that is
+// one vcvtph2ps per FMA before. They need a register per tap and output channel, so the block narrows.
+// Zen 4, 2 threads, against the tap loop on every suite layer the dot family takes (docs/data/
+// dot_fused_x_zen4_2t.txt): with 1-2 output channels and 2+ taps in every x phase, AVX-512 f16 1.11-1.79x
+// (fsrcnn_x2 NXC 5.88 -> 3.45 ms), f32 1.00-1.44x, AVX2 f32 0.99-1.30x. With 3 channels the block narrows
+// to 7 pixels (AVX2: 2) and lost (0.93-1.01x; AVX2 0.65-0.92x); where a phase has one tap little is saved
+// (gcnet_l37_crop, kernel 3 at stride 2, 0.91x f32); a block under 8 accumulators waits on FMA latency
+// (wavegan_up5_b16 on AVX2, 7 pixels: 0.91x f16). AVX2 f16 gained too little to take (0.93-1.18x, geomean
+// 1.04; on the holdout sets 0.88-1.19x, 1.03).
+bool dot_fusion_pays(const Plan& pl, int ur) {
+  const int64_t oc = pl.oc_per_group;
+  return oc <= 2 && pl.axes[2].kernel / pl.axes[2].tap_k_step >= 2 && ur * oc >= 8 &&
+         !(pl.isa == Isa::avx2 && pl.dtype == DType::f16);
+}
+
+// dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
+// weights).
+void choose_dot_tile(Plan& pl, const TuningHints& h) {
+  const int oc = static_cast<int>(pl.oc_per_group);
+  check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
+  const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
+  int ur = std::min(fit, pl.isa == Isa::avx512_core ? 16 : 12);
+  const Axis& x = pl.axes[2];
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
+  Plan fused = pl;  // the block fused x taps would take, asked of fuse_x_possible
+  fused.oc_vectors = oc;
+  fused.ur_w = std::min(ur, fit - max_x_taps(pl));
+  const bool wanted = h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays(pl, fused.ur_w));
+  if (!h.ur_w && fused.ur_w >= 1 && fuse_x_possible(fused) && wanted) ur = fused.ur_w;
+  if (h.ur_w) {
+    check_hint(h.ur_w >= 1 && h.ur_w <= fit, "ur_w " + std::to_string(h.ur_w) +
+                                                 " does not fit the register file");
+    ur = h.ur_w;
+  }
+  check_hint(h.ic_unroll <= 1, "the dot family has no input-channel unroll (it steps whole vectors)");
+  pl.ur_w = ur;
+  pl.oc_vectors = oc;
+  pl.ic_unroll = 1;
+  // Pairs: a vector holds 2 * lanes bf16 channels (vdpbf16ps), and the tail counts channels.
+  const int per_vector = pl.lanes * (pl.ic_pairs ? 2 : 1);
+  pl.ic_vectors = ceil_div(pl.ic_per_group, per_vector);
+  pl.ic_tail_lanes = static_cast<int>(pl.ic_per_group % per_vector);
+}
+
+void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
+  const bool z = pl.isa == Isa::avx512_core;
+  int nv = z ? 4 : 2;
+  if (n_vec < nv) nv = static_cast<int>(n_vec);
+  // Channel vectors that are a multiple of 3 but not of the usual block (4 on AVX-512, 2 on AVX2) take blocks
+  // of 3, which leave no tail block. On AVX2 the tail was one vector broadcasting each source element for a
+  // single FMA (24 channels per group in a G=4 3D layer, 2 threads: 2.08 -> 1.26 ms).
+  if (n_vec % nv != 0 && n_vec % 3 == 0) nv = 3;
+  // AVX2 gemm: 4 pixels x 3 vectors load 7 registers per 12 FMAs instead of 8 (6 x 2), and gemm's channel
+  // runs are long. One core, ms: unet_up1 26.7 -> 23.5, nnunet3d_tconv 19.5 -> 17.8, maskrcnn_mask
+  // 15.4 -> 14.3, fcn8s_upscore2 0.040 -> 0.038. (The direct and depthwise families measured mixed to
+  // worse: hifigan_up4 2.2 -> 2.7, dla_up_dw256 0.028 -> 0.043.)
+  if (!z && pl.algorithm == Algorithm::gemm && n_vec >= 3) nv = 3;
+  // But in f32 where each output sums at most 64 products the stores set the pace, and a block of 3 ymm
+  // vectors (1.5 lines) leaves lines half written for the next block: 2 pixels x 4 vectors write whole
+  // lines. Zen 4, 2 threads: 76 gemm layers drawn for it (8-64 input channels, 16-80 MB of output)
+  // 0.96-2.36x (docs/data/gemm_tile2x4_avx2_sweep_zen4_2t.jsonl); the 39 suite and holdout rows it moves
+  // 1.10x geomean, 0.78-1.89 (enet_fullconv 1.78x). The three losses (0.78-0.93: 19 output channels over
+  // 32 inputs, 24 over 24 at stride 3) end in a block of one vector, but so do two large gains (20 channels
+  // over 16-20 inputs, 1.22-1.78x): left as they are. 64 is the top of the range measured, not a measured
+  // crossover. bf16 and f16, whose vectors are half as many bytes, lost (0.96x, 1.07x with 9 of 39 below
+  // 0.95), so keep 3 (docs/data/gemm_tile2x4_avx2_changed_zen4_2t.txt).
+  if (!z && pl.algorithm == Algorithm::gemm && pl.dtype == DType::f32 && n_vec >= 4 && products_per_output(pl) <= 64)
+    nv = 4;
+  if (f16_avx2_wide_block(pl, h, n_vec)) nv = 4;
+  if (h.oc_vectors) nv = h.oc_vectors;
+  check_hint(nv >= 1 && max_ur_w(pl.isa, nv) >= 1, "oc_vectors " + std::to_string(nv) +
+                                                        " does not fit the register file");
+  int ur = std::min(max_ur_w(pl.isa, nv), z ? 28 : 12);
+  if (nv == 4 && z) ur = 6;  // 24 accumulators leave room for weights and two broadcasts
+  // Two vectors: 8 pixels beat the 14 that fit (one core, ms): linknet_final 6.02 vs 6.64, hifigan_up4
+  // 1.23 vs 1.34, fcn32s_upscore (NCX) 11.8 vs 12.5.
+  if (nv == 2 && z) ur = 8;
+  const Axis& x = pl.axes[2];
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
+  if (h.ur_w) {
+    check_hint(h.ur_w >= 1 && h.ur_w <= max_ur_w(pl.isa, nv),
+               "ur_w " + std::to_string(h.ur_w) + " with " + std::to_string(nv) +
+                   " vectors does not fit the register file");
+    ur = h.ur_w;
+  }
+  pl.oc_vectors = nv;
+  pl.ur_w = ur;
+  // f16 on AVX-512 widens a pixel's unrolled channels with one instruction into a stack slot
+  // (jit/deconv_direct.cpp): at two vectors and 4 channels that is 2 uops per 8 FMAs, halved at 8
+  // channels. Measured 1.06-1.18x on all such suite layers, NXC and NCX (2 threads, linknet_final 1.15,
+  // densepose_index_uv_b8 1.18; docs/data/f16_unroll8_sweep_*_2t.jsonl); worse at one vector
+  // (ov_spec_ex1 0.91) and four (sbl_deconv1 0.97); f32 gains nothing (0.97-1.00).
+  const bool unroll8 = pl.dtype == DType::f16 && z && nv == 2 && pl.algorithm != Algorithm::depthwise &&
+                       pl.layout != LayoutPath::ncx_src_in_place && pl.ic_per_group >= 8;
+  pl.ic_unroll = h.ic_unroll ? h.ic_unroll : static_cast<int>(std::min<int64_t>(unroll8 ? 8 : 4, pl.ic_per_group));
+  check_hint(pl.ic_unroll >= 1 && pl.ic_unroll <= 64, "ic_unroll must be in [1, 64]");
+}
+
+int accumulator_sets(const Plan& pl, int w, int nv) {
+  const int bcast = pl.isa == Isa::avx512_core ? 2 : 1;
+  int sets = std::min(pl.ic_unroll, static_cast<int>(ceil_div(pl.acc_chains, w * nv)));
+  while (sets > 1 && sets * w * nv + nv + bcast > vector_registers(pl.isa)) --sets;
+  return std::max(sets, 1);
+}
+
+// A block of w pixels x nv vectors chains each accumulator's FMAs: with fewer than 8 accumulators (FMA
+// latency 4 x 2 pipes on every CPU we target) it waits on them. Narrow blocks (a border pixel, a row's
+// last pixels; a tile of one vector of few pixels) cycle the unrolled input channels over several
+// accumulator sets instead: densepose_ann_index_b8 NXC (borders of one pixel, 15 channels) 4.9 -> 4.6 ms.
+// The depthwise step reduces one channel per tap, dot its own way: one set there.
+void choose_acc_chains(Plan& pl) {
+  const bool direct = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
+  pl.acc_chains = direct ? 8 : 1;
+}
+
+}  // namespace deconvjit::detail
