@@ -82,8 +82,8 @@ void choose_tiles(Plan& pl, const TuningHints& h) {
 // (dbnet_head_up2). f16, whose planes are half as many bytes: 8 KiB vitdet_l_p2_up1 1.68, sam_mask_up1_b16
 // 1.36, nnunet3d_tconv 1.16; 2 KiB 0.92 (the same two as f32's 4 KiB); unetr_dec2 0.96 (32 channels).
 // bf16 pairs pack from 8 channel blocks per task on (a task packs for its tile's blocks only: holdout s89
-// ho44 bf16, one block per task, 0.254 -> 0.157 ms without the copy): each pair register is two 32-byte half loads from two channel
-// rows, which in a tile start on 32-byte boundaries and so never split a cache line, as they do along the
+// ho44 bf16, one block per task, 0.254 -> 0.157 ms without the copy): each pair register is two 32-byte
+// half loads from two channel rows, which in a tile start on 32-byte boundaries and so never split a cache line, as they do along the
 // caller's rows; but the copy is a pass of its own over the row group, and few channel blocks do not
 // repay it. Measured on the 35 layers where gemm_x was preferred (docs/data/gemm_x_pairs_sweep_pk{0,1}_2t
 // .jsonl, Zen 5): packed against unpacked geomean 1.27x, from 0.92 (enet_fullconv, 16 channels) to 2.2x
