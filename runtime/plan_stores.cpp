@@ -77,7 +77,7 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
              "number of vectors long, or NCX on AVX-512 by the row buffer's flush in one reduction pass with output "
              "rows a whole number of cache lines long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
-  const bool big = dst_bytes >= static_cast<double>(nt_store_min_bytes(pl));
+  const bool big = nt_store_bytes(pl, p) >= static_cast<double>(nt_store_min_bytes(pl));
   const bool wanted = row_buffered(pl.layout)
                           ? big
                           : (pl.algorithm != Algorithm::gemm || gemm_nt_pays(pl)) && big &&

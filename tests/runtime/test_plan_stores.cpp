@@ -39,6 +39,20 @@ TEST(PlanStores, GemmStoresWidePixelsPastTheCachesNonTemporally) {
   EXPECT_TRUE(plan_for(pointwise(32, 196, 200), Isa::avx512_core, on).nt_stores);
 }
 
+// NXC: the source counts with the output, as both compete for the caches. A 7x7 depthwise layer over 384
+// channels of 99x99 writes 15 MB (below the 24 MB bound) but reads 15 more: non-temporal (holdout s97 ho06,
+// 1.22-1.24x); over 64 channels (2.5 + 2.5 MB) the caches keep both.
+TEST(PlanStores, NxcSourceAndOutputTogetherPastTheCachesStoreNonTemporally) {
+  auto dw7 = [](int64_t c) {
+    return DeconvTester().channels(c, c).groups(c).input({99, 99}).kernel({7, 7}).pads({3, 3}, {3, 3})
+        .layout(DataFormat::NXC);
+  };
+  const Plan big = plan_for(dw7(384), Isa::avx512_core);
+  ASSERT_EQ(big.algorithm, Algorithm::depthwise);
+  EXPECT_TRUE(big.nt_stores);
+  EXPECT_FALSE(plan_for(dw7(64), Isa::avx512_core).nt_stores);
+}
+
 // AVX2 gemm in f32: where each output sums at most 64 products, blocks of 4 ymm vectors (2 lines) rather
 // than 3 (1.5 lines, leaving lines half written for the next block).
 TEST(PlanStores, AvxTwoGemmWritesWholeLinesWhereStoresSetThePace) {
