@@ -120,7 +120,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_widened_group() {
     const int u = pl_.ic_unroll;
-    for (int p = 0; p < w_; ++p) {
+    for (int p = p_lo_; p < p_hi_; ++p) {
       const int idx = bvec(p).getIdx();
       const Xmm t = u == 16 ? Zmm(idx) : u == 8 ? Ymm(idx) : Xmm(idx);
       // The widening instructions read 8 bytes from memory at 2 and 4 channels: two channels go through
@@ -139,7 +139,7 @@ class DirectGenerator : public RowKernelGenerator {
     for (int k = 0; k < u; ++k) {
       const int64_t wofs = k * bk_->wei_ic_step * kFloat;
       for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
-      for (int p = 0; p < w_; ++p) {
+      for (int p = p_lo_; p < p_hi_; ++p) {
         if (nv() == 1 && zmm()) {  // the widened channel straight from its slot (see embedded_broadcast)
           vfmadd231ps(acc(p, 0, k % sets()), wvec(0), ptr_b[rsp + p * slot_bytes() + 4 * k]);
           continue;
@@ -181,7 +181,7 @@ class DirectGenerator : public RowKernelGenerator {
   void emit_pair_step(int k, bool lone) {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
     for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
-    for (int p = 0; p < w_; ++p) {
+    for (int p = p_lo_; p < p_hi_; ++p) {
       const int64_t sofs = (p * pl_.src_pix_stride + 2 * k) * seb();
       const Zmm b(bvec(p).getIdx());
       if (lone) {
@@ -213,7 +213,7 @@ class DirectGenerator : public RowKernelGenerator {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
     for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
     if (depthwise()) return emit_depthwise_step();
-    for (int p = 0; p < w_; ++p) {
+    for (int p = p_lo_; p < p_hi_; ++p) {
       const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * seb();
       if (embedded_broadcast()) {
         vfmadd231ps(acc(p, 0, k % sets()), wvec(0), ptr_b[r_sx + sofs]);
@@ -458,6 +458,13 @@ size_t code_bound(const Plan& pl) {
       const size_t k = static_cast<size_t>(pl.axes[2].tap_i_step);
       for (size_t n = 2; n <= static_cast<size_t>(pl.fused_x_taps); ++n)  // emit_fused_x
         total += 64 + (n * nv + (w + (n - 1) * k) * (3 + n * nv)) * 12;
+    }
+    for (const detail::EdgeBlock& e : pl.edges) {  // a function of its width, a reduction per tap
+      const size_t w = static_cast<size_t>(e.width), step = nv + w + w * nv;
+      const size_t sets = static_cast<size_t>(detail::accumulator_sets(pl, e.width, bk->vectors));
+      const size_t reduction = 2 * pl.ic_unroll * step * 12 + 64 + (pl.dtype != DType::f32 ? 2 * pl.ic_unroll * w * 12 : 0);
+      total += 512 + static_cast<size_t>(e.taps) * reduction + w * (nv + 2) * 24 + 2 * sets * w * nv * 8 +
+               (pl.dtype != DType::f32 ? w * nv * 24 * 12 : 0);
     }
   }
   return total;

@@ -16,6 +16,13 @@ EmittedCode RowKernelGenerator::run() {
       out.entries[kind].push_back(getSize());
       emit_function(bk, w);
     }
+    for (const detail::EdgeBlock& e : pl_.edges) {  // after the widths: fns[kind][ur_w + edge]
+      align(16);
+      out.entries[kind].push_back(getSize());
+      edge_ = &e;
+      emit_function(bk, e.width);
+      edge_ = nullptr;
+    }
   }
   if (kinds == 1) out.entries[1] = out.entries[0];
   emit_tables();
@@ -29,6 +36,8 @@ EmittedCode RowKernelGenerator::run() {
 void RowKernelGenerator::emit_function(const detail::BlockKind& bk, int w) {
   bk_ = &bk;
   w_ = w;
+  p_lo_ = 0;
+  p_hi_ = w;
   preamble();
   const bool ob_loop = pl_.oc_loop > 1;
   if (ob_loop) {
@@ -118,6 +127,7 @@ void RowKernelGenerator::emit_x_taps() {
   const int64_t* sstep = pl_.src_tap_step.data();
   const int64_t* wstep = bk_->wei_tap_step.data();
   // The reduction leaves r_sx / r_wx further on; the step to the next tap starts from there.
+  if (edge_) return emit_edge_x_taps();
   const TapLoop x{r_cx, r_sx, r_wx, sstep[2] * seb() - reduction_src_bytes(),
                   wstep[2] * kFloat - reduction_wei_bytes()};
   if (pl_.fused_x_taps < 2) return emit_tap_loop(x, ptr[r_args + Off::nx], r_ic, [&] { emit_reduction(); });
@@ -135,6 +145,25 @@ void RowKernelGenerator::emit_x_taps() {
     emit_fused_x(n);
   }
   L(l_done);
+}
+
+// An edge block's x taps, unrolled: tap j reduces only over the pixels whose source column is real
+// (detail::edge_pixels), each tap starting afresh from the row's pointers.
+void RowKernelGenerator::emit_edge_x_taps() {
+  for (int64_t j = 0; j < edge_->taps; ++j) {
+    int64_t lo = 0, hi = 0;
+    detail::edge_pixels(pl_, *edge_, j, lo, hi);
+    if (lo >= hi) continue;
+    mov(r_sx, r_sy);
+    add_imm(r_sx, j * pl_.src_tap_step[2] * seb(), r_ic);
+    mov(r_wx, r_wy);
+    add_imm(r_wx, j * bk_->wei_tap_step[2] * kFloat, r_ic);
+    p_lo_ = static_cast<int>(lo);
+    p_hi_ = static_cast<int>(hi);
+    emit_reduction();
+  }
+  p_lo_ = 0;
+  p_hi_ = w_;
 }
 
 EmittedCode emit_kernel(const detail::Plan& plan) {

@@ -56,12 +56,17 @@ class RowKernelGenerator : public Generator {
   const detail::Plan& pl_;
   const detail::BlockKind* bk_ = nullptr;
   int w_ = 1;
+  // The pixels [p_lo_, p_hi_) of the block the reduction works on: all of them, but in an edge block's
+  // taps (Plan::edges), whose other pixels would read the halo's zeros. emit_reduction honours them.
+  int p_lo_ = 0, p_hi_ = 1;
+  const detail::EdgeBlock* edge_ = nullptr;  // the edge block being emitted, if any
 
  private:
   void emit_function(const detail::BlockKind& bk, int w);
   void emit_block();
   void emit_tap_loops();
   void emit_x_taps();
+  void emit_edge_x_taps();
 };
 
 }  // namespace deconvjit::jit

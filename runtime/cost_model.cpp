@@ -53,12 +53,16 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   const int nv = pl.algorithm == Algorithm::dot ? 1 : pl.oc_vectors;
   e.efficiency = lane_use * row_efficiency(q, pl.ur_w, nv * (pl.algorithm == Algorithm::dot ? pl.oc_vectors : 1));
   e.efficiency *= 1.0 / (1.0 + 0.15 / pl.ic_unroll);  // loop control per unrolled step
-  if (pl.has_halo()) e.efficiency *= static_cast<double>(x.in - pl.halo_left - pl.halo_right) / x.in;
+  // FMAs on the halo's zeros, unless edge blocks skip them (each a call of its own at a row's two ends).
+  if (pl.has_halo() && pl.edges.empty())
+    e.efficiency *= static_cast<double>(x.in - pl.halo_left - pl.halo_right) / x.in;
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
   const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
   e.tasks = rows * pl.x_split;
   // Segments per part: one per phase, and without a halo also the border patterns.
-  const double segments = static_cast<double>(x.stride) * (pl.has_halo() ? 1.0 : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
+  const double segments = static_cast<double>(x.stride) *
+                          (pl.has_halo() ? (pl.edges.empty() ? 1.0 : 1.0 + 2.0 / pl.x_split)
+                                         : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
   e.calls = static_cast<double>(e.tasks) * segments * pl.ic_blocks;
   const double eb = static_cast<double>(pl.elem_bytes());
   const double src_bytes = eb * p.src_elements(), dst_bytes = eb * p.dst_elements();

@@ -133,7 +133,7 @@ void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t,
     args.dst = dst_row + s.n_first * pl.dst_n + s.o_first * pl.dst_x;
     args.nx = s.ntaps;
     args.nblocks = s.nblocks;
-    k.fns[kind][s.width - 1](&args);
+    k.fns[kind][s.edge >= 0 ? pl.ur_w + s.edge : s.width - 1](&args);
   }
   if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
 }

@@ -117,7 +117,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
   if (pl.layout == LayoutPath::ncx_src_in_place) os << "_inplace";
   if (pl.block_over_batch) os << "_nblk";
-  if (pl.has_halo()) os << "_halo";
+  if (pl.has_halo()) os << (pl.edges.empty() ? "_halo" : "_halo_edge");
   if (pl.flat_plane)
     os << "_flat";
   else if (pl.rows_per_block > 1)
@@ -357,6 +357,8 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
   check_hint(h.ic_pairs != 1 || pl.ic_pairs, kIcPairsNeeds);
   check_hint(h.widen_src != 1 || pl.widen_src, kWidenSrcNeeds);
   check_hint(h.band_rows <= 0 || pl.band_rows > 0, kBandRowsNeeds);
+  check_hint(h.edge_blocks != 1 || edge_blocks_possible(pl),
+             "edge_blocks needs the direct or gemm family with the x halo and blocks along x");
 }
 
 // Tiny problems run on the calling thread unless told otherwise (col follows its inner kernel). Little
@@ -431,9 +433,10 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
     if (one_channel_native(p, isa, h)) family = Algorithm::depthwise;
     Algorithm native = family;
     pl.layout = choose_layout(p, isa, h, family, native);
-    if (pl.layout != LayoutPath::ncx_native)
+    if (pl.layout != LayoutPath::ncx_native) {
       plan_rows(pl, p, h);
-    else if (native == Algorithm::depthwise_x)
+      choose_edge_blocks(pl, h);
+    } else if (native == Algorithm::depthwise_x)
       plan_depthwise_x(pl, p, h);
     else if (native == Algorithm::dot_x)
       plan_dot_x(pl, p, h);

@@ -3,9 +3,11 @@
 // choices (TuningHints) as well as by the default heuristic.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "deconvjit/deconvjit.hpp"
 #include "runtime/int_math.hpp"
@@ -66,6 +68,15 @@ struct BlockKind {
   int64_t wei_ic_step = 0;                // floats between consecutive input channels
 };
 
+// A register block at a row's border that reads the halo's zero columns (Plan::edges): it runs a function
+// of its own, with the x taps unrolled and each tap's FMAs only for the pixels whose source column is real.
+struct EdgeBlock {
+  int width = 1;      // pixels
+  int64_t first = 0;  // the real source column (halo excluded; may be negative) pixel 0 reads at tap 0
+  int64_t taps = 0;   // x taps of its phase (all of them: the halo makes every pixel see them)
+  bool operator==(const EdgeBlock& o) const { return width == o.width && first == o.first && taps == o.taps; }
+};
+
 struct Plan {
   Isa isa = Isa::avx2;
   int lanes = 8;
@@ -108,6 +119,9 @@ struct Plan {
   // depthwise: x taps of a phase (2 up to this many) that one pass over the source pixels serves, each
   // pixel's vector loaded (and widened) once for all of them; 0 off.
   int fused_x_taps = 0;
+  // direct and gemm with the halo: the distinct border blocks of a row, each compiled on its own (after
+  // the ur_w functions of its kind); empty when off (TuningHints::edge_blocks). Every row has the same.
+  std::vector<EdgeBlock> edges;
   // Whole output vectors leave by non-temporal stores in each store block whose first address the kernel
   // finds vector-aligned (see TuningHints::nt_stores); masked tails and misaligned blocks store as usual.
   // Through the row buffer the flush's stores do, not the kernel's (kernel_nt_stores).
@@ -187,7 +201,7 @@ struct Plan {
     if (algorithm == Algorithm::col) return 0;  // the inner kernel's functions do the work
     if (algorithm == Algorithm::gemm_x) return x_chunk || axes[1].in % rows_per_block ? 2 : 1;
     if (algorithm == Algorithm::col_x) return x_split;  // one per part of a row
-    return x_vector_family(algorithm) ? 1 : ur_w;
+    return x_vector_family(algorithm) ? 1 : ur_w + static_cast<int>(edges.size());
   }
 };
 
@@ -235,6 +249,15 @@ void choose_ic_pairs(Plan& pl, const TuningHints& h);
 // Zero columns around the source where they merge a row's border runs into whole blocks (Plan::halo_left,
 // halo_right; runtime/plan_halo.cpp). Widens axes[2] by them.
 void choose_halo(Plan& pl, const TuningHints& h);
+// Edge blocks (runtime/plan_halo.cpp): where they can run, and the plan's choice.
+bool edge_blocks_possible(const Plan& pl);
+void choose_edge_blocks(Plan& pl, const TuningHints& h);
+// The pixels [lo, hi) of edge block `e` whose x tap j (0 = its first) reads a real source column.
+inline void edge_pixels(const Plan& pl, const EdgeBlock& e, int64_t j, int64_t& lo, int64_t& hi) {
+  const int64_t real = pl.axes[2].in - pl.halo_left - pl.halo_right, shift = j * pl.axes[2].tap_i_step;
+  lo = std::clamp<int64_t>(shift - e.first, 0, e.width);
+  hi = std::clamp<int64_t>(real - e.first + shift, lo, e.width);
+}
 // A 16-bit source widened to f32 once before the kernel (Plan::widen_src): where the plan allows it, and
 // by the hint or widen_src_pays (also the cost model's judgement).
 bool widen_src_possible(const Plan& pl);

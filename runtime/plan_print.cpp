@@ -77,6 +77,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (widen_src_possible(pl)) c.widen_src = pl.widen_src ? 1 : 0;  // likewise: 16-bit row families
   if (band_possible(pl)) c.band_rows = static_cast<int>(pl.band_rows);  // likewise: NCX row buffers
   if (fuse_x_possible(pl)) c.fuse_x_taps = pl.fused_x_taps ? 1 : 0;     // likewise: depthwise and dot rows
+  if (edge_blocks_possible(pl)) c.edge_blocks = pl.edges.empty() ? 0 : 1;  // likewise: rows with the halo
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
@@ -114,6 +115,11 @@ std::string Plan::to_json() const {
   j["block_over_batch"] = block_over_batch;
   j["row_buffer_floats"] = row_buffer_floats;
   j["halo"] = {halo_left, halo_right};
+  if (!edges.empty()) {
+    nlohmann::ordered_json e = nlohmann::ordered_json::array();
+    for (const EdgeBlock& b : edges) e.push_back({{"width", b.width}, {"first", b.first}, {"taps", b.taps}});
+    j["edges"] = e;
+  }
   j["ur_w"] = ur_w;
   j["oc_vectors"] = oc_vectors;
   j["nt_stores"] = nt_stores;

@@ -69,6 +69,64 @@ void emit_piece(std::vector<Segment>& out, const Run& run, int64_t count, int ur
   }
 }
 
+// Plan::edges: the blocks of `segs` that read a zero column of the halo for some pixel and tap become
+// segments of one block each, tagged with their pattern's index in `edges` (added there when `add`).
+// The real columns of a phase's taps: tap j of pixel p reads first + p - j * tap_i_step.
+std::vector<Segment> split_edges(const Plan& pl, const std::vector<Segment>& segs, std::vector<EdgeBlock>& edges,
+                                 bool add) {
+  const Axis& x = pl.axes[2];
+  const int64_t real = x.in - pl.halo_left - pl.halo_right;
+  std::vector<Segment> out;
+  for (const Segment& s : segs) {
+    Segment plain = s;
+    plain.nblocks = 0;
+    auto flush = [&] {
+      if (plain.nblocks) out.push_back(plain);
+    };
+    for (int64_t b = 0; b < s.nblocks; ++b) {
+      const EdgeBlock e{s.width, s.ix0 + b * s.width - pl.halo_left, s.ntaps};
+      const bool edge = s.ntaps > 0 && (e.first - (s.ntaps - 1) * x.tap_i_step < 0 || e.first + s.width > real);
+      if (!edge) {
+        if (!plain.nblocks) plain = Segment{s.o_first + b * s.width * x.stride, s.n_first, s.ix0 + b * s.width,
+                                            s.kx0, s.ntaps, s.width, 0, -1};
+        ++plain.nblocks;
+        continue;
+      }
+      flush();
+      plain.nblocks = 0;
+      auto at = std::find(edges.begin(), edges.end(), e);
+      if (at == edges.end()) {
+        if (!add) throw Error(Error::Kind::Internal, "schedule: a border block the plan has no edge function for");
+        at = edges.insert(edges.end(), e);
+      }
+      out.push_back(Segment{s.o_first + b * s.width * x.stride, s.n_first, e.first + pl.halo_left, s.kx0, s.ntaps,
+                            s.width, 1, static_cast<int32_t>(at - edges.begin())});
+    }
+    flush();
+  }
+  return out;
+}
+
+// The parts of a row and their segments; with `edges` (Plan::edges or, when `add`, a list to fill) the
+// border blocks apart.
+std::vector<RowPart> row_parts(const Plan& pl, std::vector<EdgeBlock>* edges, bool add) {
+  std::vector<RowPart> parts;
+  const Axis& x = pl.axes[2];
+  const int64_t width = row_part_width(pl);
+  for (int64_t x0 = 0; x0 < x.out; x0 += width) {
+    RowPart part;
+    part.x0 = x0;
+    part.x1 = std::min(x.out, x0 + width);
+    const std::vector<Run> runs = pl.block_over_batch ? batch_runs(x, pl.batch, part.x0, part.x1)
+                                                      : row_runs(x, part.x0, part.x1);
+    for (const Run& run : runs)
+      emit_piece(part.segments, run, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
+    if (edges) part.segments = split_edges(pl, part.segments, *edges, add);
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 }  // namespace
 
 AxisTaps axis_taps(const Axis& a, int64_t o) {
@@ -100,19 +158,15 @@ Schedule build_schedule(const Plan& pl) {
   for (int64_t o = 0; o < pl.axes[1].out; ++o) s.y.push_back(axis_taps(pl.axes[1], o));
   // The NCX-native families resolve x inside the kernel (gemm_x needs no taps at all).
   if (pl.layout == LayoutPath::ncx_native) return s;
-  const Axis& x = pl.axes[2];
-  const int64_t width = row_part_width(pl);
-  for (int64_t x0 = 0; x0 < x.out; x0 += width) {
-    RowPart part;
-    part.x0 = x0;
-    part.x1 = std::min(x.out, x0 + width);
-    const std::vector<Run> runs = pl.block_over_batch ? batch_runs(x, pl.batch, part.x0, part.x1)
-                                                      : row_runs(x, part.x0, part.x1);
-    for (const Run& run : runs)
-      emit_piece(part.segments, run, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
-    s.parts.push_back(std::move(part));
-  }
+  std::vector<EdgeBlock> edges = pl.edges;
+  s.parts = row_parts(pl, edges.empty() ? nullptr : &edges, false);
   return s;
+}
+
+std::vector<EdgeBlock> find_edge_blocks(const Plan& pl) {
+  std::vector<EdgeBlock> edges;
+  row_parts(pl, &edges, true);
+  return edges;
 }
 
 int64_t row_part_width(const Plan& pl) {

@@ -22,6 +22,7 @@ struct Segment {
   int64_t ix0 = 0, kx0 = 0, ntaps = 0;
   int32_t width = 1;
   int64_t nblocks = 1;
+  int32_t edge = -1;  // one block run by the function of Plan::edges[edge] (-1: the width's function)
 };
 
 // A contiguous range [x0, x1) of output x and the segments that compute it.
@@ -37,6 +38,8 @@ struct Schedule {
 
 AxisTaps axis_taps(const Axis& a, int64_t o);
 Schedule build_schedule(const Plan& plan);
+// The distinct border blocks that read the halo in the rows build_schedule makes (Plan::edges).
+std::vector<EdgeBlock> find_edge_blocks(const Plan& plan);
 int64_t row_part_width(const Plan& plan);  // output x per part (the last part may be narrower)
 
 }  // namespace deconvjit::detail

@@ -144,6 +144,11 @@ struct TuningHints {
   // are done in one pass over the source pixels, each loaded (and widened) once for all of them, instead
   // of one pass per tap. The same sums, bit for bit.
   int fuse_x_taps = -1;
+  // direct and gemm families with the x halo: -1 heuristic, 0 off, 1 on. On: a register block at a row's
+  // border (one that reads the halo's zero columns) runs its own function, whose x taps are unrolled and
+  // which does each tap's FMAs only for the pixels whose source column is real. The zeros' FMAs are
+  // skipped; a NaN or infinite weight then no longer meets them (0 x inf), as the reference never does.
+  int edge_blocks = -1;
 
   bool empty() const;  // every field left to the heuristic
 };
