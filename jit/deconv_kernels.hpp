@@ -12,8 +12,8 @@ namespace deconvjit::jit {
 
 struct EmittedCode {
   std::vector<uint8_t> bytes;
-  // entries[kind][w - 1]: offset of the function computing w pixels per block; kind 0 = Plan::main,
-  // kind 1 = Plan::last.
+  // entries[kind][w - 1]: offset of the function computing w pixels per block, then (row families) one per
+  // Plan::edges pattern at [ur_w + edge]; kind 0 = Plan::main, kind 1 = Plan::last.
   std::array<std::vector<size_t>, 2> entries;
 };
 

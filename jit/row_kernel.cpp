@@ -1,5 +1,7 @@
 #include "jit/row_kernel.hpp"
 
+#include <cassert>
+
 namespace deconvjit::jit {
 
 using namespace Xbyak;
@@ -7,6 +9,8 @@ using Off = KernelArgsOffsets;
 
 EmittedCode RowKernelGenerator::run() {
   EmittedCode out;
+  // Only the direct generator's reductions honour p_lo_ / p_hi_ (edge_blocks_possible).
+  assert(pl_.edges.empty() || detail::edge_blocks_possible(pl_));
   set_io(pl_.dtype, zmm(), pl_.ic_pairs, pl_.bf16_vcvt);
   const int kinds = pl_.has_tail() ? 2 : 1;
   for (int kind = 0; kind < kinds; ++kind) {

@@ -1,6 +1,7 @@
 // The skeleton every row-kernel family shares: one function per (block kind, pixels per block) that runs
 // `nblocks` register blocks along a row segment, each accumulating over the valid z, y, x taps and then
-// storing. A family supplies the reduction over input channels at one tap, and the store.
+// storing, and one per (block kind, Plan::edges pattern) that runs one border block with its x taps
+// unrolled. A family supplies the reduction over input channels at one tap, and the store.
 #pragma once
 
 #include <cstddef>

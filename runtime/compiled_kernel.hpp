@@ -17,7 +17,7 @@ struct CompiledKernel {
   Problem problem;
   Plan plan;
   std::unique_ptr<jit::CodeBuffer> code;
-  std::array<std::vector<jit::KernelFn>, 2> fns;  // [block kind][width - 1]
+  std::array<std::vector<jit::KernelFn>, 2> fns;  // [block kind][width - 1], then [ur_w + edge block]
   Schedule schedule;
   double compile_ms = 0;
   // col: the inner GEMM kernel (it owns the packed weights' layout; `code` holds only the sums of taps,

@@ -59,7 +59,8 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
   const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
   e.tasks = rows * pl.x_split;
-  // Segments per part: one per phase, and without a halo also the border patterns.
+  // Segments per part: one per phase, and without a halo also the border patterns; with edge blocks, a
+  // row's two ends are calls of their own.
   const double segments = static_cast<double>(x.stride) *
                           (pl.has_halo() ? (pl.edges.empty() ? 1.0 : 1.0 + 2.0 / pl.x_split)
                                          : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);

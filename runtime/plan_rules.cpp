@@ -87,8 +87,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "dot family for 1-2 output channels where every x phase has 2+ taps and the block, narrowed for the "
        "taps' weights, keeps 8 accumulators, not f16 on AVX2 (dot_fusion_pays)"},
       {{"edge_blocks", ""},
-       "choose_edge_blocks: wherever the direct or gemm family runs with the x halo, the blocks at a row's "
-       "borders run functions of their own that skip the FMAs on the halo's zeros"},
+       "choose_edge_blocks: wherever the direct or gemm family runs with the x halo and blocks along x (no "
+       "batch_block), the blocks at a row's borders run functions of their own that skip the FMAs on the "
+       "halo's zeros"},
       {{"ic_unroll", ""}, "choose_tile: 4 input channels per unrolled step (fewer when there are fewer); 8 for f16 on "
                           "AVX-512 with two output vectors per pixel, whose widening then costs half as much"},
       {{"ic_unroll", "gemm_x"}, "plan_gemm_x: 2 input channels per step"},

@@ -28,11 +28,17 @@ DeconvTester small_7x7(int64_t c_in, int64_t c_out) {
   return DeconvTester().channels(c_in, c_out).input({8, 8}).kernel({7, 7}).pads({3, 3}, {3, 3});
 }
 
-// Whether block `first` (the real column its pixel 0 reads at tap 0) reaches into the halo.
+// Whether some pixel of the block at `first` (the real column its pixel 0 reads at tap 0) reads the halo at
+// some tap: every (pixel, tap) pair tried.
 bool reads_halo(const Plan& pl, int64_t first, int64_t width, int64_t taps) {
   const Axis& x = pl.axes[2];
   const int64_t real = x.in - pl.halo_left - pl.halo_right;
-  return taps > 0 && (first - (taps - 1) * x.tap_i_step < 0 || first + width > real);
+  for (int64_t p = 0; p < width; ++p)
+    for (int64_t j = 0; j < taps; ++j) {
+      const int64_t col = first + p - j * x.tap_i_step;
+      if (col < 0 || col >= real) return true;
+    }
+  return false;
 }
 
 void expect_schedule_covers_rows(const Plan& pl) {
@@ -157,16 +163,34 @@ TEST_P(EdgeBlockKernels, MatchReference) {
   TuningHints wide;
   wide.ur_w = 8, wide.oc_vectors = 1;
   run(small_7x7(8, 12).layout(DataFormat::NXC), wide);
+  // Taps 2 apart in the phase's input (stride 2, dilation 3); an odd channel count (a lone bf16 channel,
+  // an unroll remainder); a part boundary inside the border run; the source widened first (16-bit data).
+  run(DeconvTester().rank(1).channels(8, 24).input({19}).kernel({5}).stride({2}).dilation({3}).pads({6}, {5})
+          .layout(DataFormat::NXC));
+  run(small_7x7(7, 20).layout(DataFormat::NXC));
+  TuningHints halves;
+  halves.x_split = 2, halves.ur_w = 2;
+  run(small_7x7(8, 20).layout(DataFormat::NXC), halves);
+  if (type() != DType::f32) {
+    TuningHints widened;
+    widened.widen_src = 1, widened.ic_pairs = 0;
+    run(small_7x7(8, 20).layout(DataFormat::NXC), widened);
+  }
 }
 
 // An infinite weight on the rightmost x tap: the outputs of the first three columns never meet it (their
-// tap reads left of the input), so the reference sums stay finite there. Over the halo's zeros those
-// outputs would be NaN (0 x inf).
+// tap reads left of the input), so the reference sums stay finite there; on the leftmost tap, those of the
+// last three columns. Over the halo's zeros those outputs would be NaN (0 x inf).
 TEST_P(EdgeBlockKernels, InfiniteWeightsMeetNoZeros) {
-  // OIX weights [4][16][7][7]: input channel 0, output channel 0, ky 3, kx 6.
-  run(small_7x7(4, 16).layout(DataFormat::NXC).edit([](verify::TypedOperands& o) {
-    o.weights.set((0 * 7 + 3) * 7 + 6, std::numeric_limits<double>::infinity());
-  }));
+  for (int64_t kx : {6, 0}) {
+    SCOPED_TRACE(kx);
+    // OIX weights [4][16][7][7]: input channel 0, output channel 0, ky 3.
+    auto inf_at = [kx](verify::TypedOperands& o) {
+      o.weights.set((0 * 7 + 3) * 7 + kx, std::numeric_limits<double>::infinity());
+    };
+    run(small_7x7(4, 16).layout(DataFormat::NXC).edit(inf_at));
+    run(small_7x7(4, 16).layout(DataFormat::NCX).edit(inf_at));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, EdgeBlockKernels,
