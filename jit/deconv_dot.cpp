@@ -2,6 +2,8 @@
 // channel of each pixel keeps one accumulator, and a horizontal sum finishes every output. Register
 // block = ur_w pixels x C_OUT/G accumulators.
 #include <cassert>
+#include <cstdint>
+#include <vector>
 
 #include "jit/row_kernel.hpp"
 #include "runtime/cpu.hpp"
@@ -228,6 +230,7 @@ class DotGenerator : public RowKernelGenerator {
 
   void emit_store() override {
     if (gathered_store()) return emit_gathered_store();
+    if (tree_store()) return emit_tree_store();
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int o = 0; o < n_oc(); ++o) {
@@ -239,6 +242,75 @@ class DotGenerator : public RowKernelGenerator {
           vmovss(a, Xmm(acc(p, o).getIdx()));
       }
       if (p + 1 < w_) add_imm(r_sx, pl_.dst_pix_stride * eb(), r_ic);
+    }
+  }
+
+  // f32 on AVX-512 with 3+ accumulators: each 16 of them are summed together, by halving steps that pair
+  // two registers into one (two shuffles and an add per pair) until one register holds all 16 sums: 45
+  // instructions where 16 horizontal sums take 128 (with 8 output channels or fewer, every output sums so
+  // few products that the sums took up to half the kernel's instructions). Each step adds the same lanes
+  // as horizontal_sum does (256-bit halves, then 128, 64, 32), so the results are bit for bit the same.
+  // Zen 4, 2 threads, against horizontal sums on the 64 suite and holdout rows of the dot family (f32,
+  // AVX-512; docs/data/dot_tree_store_ab_zen4_2t.jsonl): 1.03x geomean, up to 1.24x (dbnet_head_up2),
+  // 1.21x (dprnn_decoder). Not with groups: there each group's task writes a few channels of the same
+  // output lines as the next group's, on the other thread, and the burst of stores at the end made that
+  // contention worse (holdout s11 ho15 and s89 ho32, 0.88-0.96x on 2 threads, 1.03-1.15x on 1).
+  bool tree_store() const {
+    if (!zmm() || io16() || w_ * n_oc() < 3 || pl_.groups > 1) return false;
+    const int64_t far = ((w_ - 1) * pl_.dst_pix_stride + (n_oc() - 1) * pl_.dst_c) * eb();
+    return far <= INT32_MAX;
+  }
+
+  // One halving step over `regs` (register indices, -1 for a zero): pairs (a, b) become one register
+  // whose lanes hold a's partial sums, then b's, at the step's granularity.
+  std::vector<int> pair_step(const std::vector<int>& regs, int step, const Zmm& zero, const Zmm& t) {
+    std::vector<int> next;
+    for (size_t k = 0; k + 1 < regs.size(); k += 2) {
+      const int a = regs[k], b = regs[k + 1];
+      if (a < 0 && b < 0) {
+        next.push_back(-1);
+        continue;
+      }
+      const Zmm A = a >= 0 ? Zmm(a) : zero, B = b >= 0 ? Zmm(b) : zero, dst = Zmm(a >= 0 ? a : b);
+      if (step == 0) {  // 256-bit halves: [a.0 + a.2, a.1 + a.3, b.0 + b.2, b.1 + b.3] in 128-bit lanes
+        vshuff64x2(t, A, B, 0x44);
+        vshuff64x2(dst, A, B, 0xEE);
+      } else if (step == 1) {  // 128-bit lanes: [a.0 + a.1, a.2 + a.3, b.0 + b.1, b.2 + b.3]
+        vshuff64x2(t, A, B, 0x88);
+        vshuff64x2(dst, A, B, 0xDD);
+      } else if (step == 2) {  // 64-bit halves of each 128-bit lane
+        vunpcklpd(t, A, B);
+        vunpckhpd(dst, A, B);
+      } else {  // 32-bit pairs
+        vshufps(t, A, B, 0x88);
+        vshufps(dst, A, B, 0xDD);
+      }
+      vaddps(dst, dst, t);
+      next.push_back(dst.getIdx());
+    }
+    return next;
+  }
+
+  // Accumulator i (pixel-major) of a group of 16 ends in lane 4 (i % 4) + i / 4 of the last register.
+  void emit_tree_store() {
+    const int n = w_ * n_oc();
+    const Zmm zero(wvec(0).getIdx()), t(xvec().getIdx());
+    vxorps(zero, zero, zero);
+    for (int g = 0; g < n; g += 16) {
+      std::vector<int> regs(16, -1);
+      for (int i = 0; i < 16 && g + i < n; ++i) regs[static_cast<size_t>(i)] = acc((g + i) / n_oc(), (g + i) % n_oc()).getIdx();
+      for (int step = 0; step < 4; ++step) regs = pair_step(regs, step, zero, t);
+      const Zmm sums(regs[0]);
+      for (int lane = 0; lane < 4; ++lane) {
+        if (lane) vextractf32x4(Xmm(t.getIdx()), sums, static_cast<uint8_t>(lane));
+        const Xmm x = lane ? Xmm(t.getIdx()) : Xmm(sums.getIdx());
+        for (int j = 0; j < 4; ++j) {
+          const int i = g + 4 * j + lane;
+          if (i >= n) continue;
+          const int64_t at = ((i / n_oc()) * pl_.dst_pix_stride + (i % n_oc()) * pl_.dst_c) * eb();
+          vextractps(ptr[r_dst + static_cast<int32_t>(at)], x, static_cast<uint8_t>(j));
+        }
+      }
     }
   }
 
