@@ -326,6 +326,7 @@ void choose_dot_tile(Plan& pl, const TuningHints& h);
 void choose_acc_chains(Plan& pl);
 int max_x_taps(const Plan& pl);
 bool dot_fusion_pays(const Plan& pl, int ur);
+int dot_plain_ur(const Plan& pl);  // the dot family's block without fused taps
 
 inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;

@@ -84,7 +84,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"fuse_x_taps", ""},
        "choose_fused_x_taps: the depthwise family does a phase's 2+ x taps in one pass over the source pixels "
        "where registers allow, except where some x phase has a single tap and the output reaches 16 MB; the "
-       "dot family for 1-2 output channels where every x phase has 2+ taps and the block, narrowed for the "
+       "dot family for 1-2 output channels where every x phase has 2+ taps (or, with phases of one tap, where "
+       "the block keeps its width and reads 4 KB+ of source per tap) and the block, narrowed for the "
        "taps' weights, keeps 8 accumulators, not f16 on AVX2 (dot_fusion_pays)"},
       {{"edge_blocks", ""},
        "choose_edge_blocks: wherever the direct or gemm family runs with the x halo and blocks along x (no "

@@ -50,13 +50,32 @@ int max_x_taps(const Plan& pl) {
 // dot_fused_x_zen4_2t.txt): with 1-2 output channels and 2+ taps in every x phase, AVX-512 f16 1.11-1.79x
 // (fsrcnn_x2 NXC 5.88 -> 3.45 ms), f32 1.00-1.44x, AVX2 f32 0.99-1.30x. With 3 channels the block narrows
 // to 7 pixels (AVX2: 2) and lost (0.93-1.01x; AVX2 0.65-0.92x); where a phase has one tap little is saved
-// (gcnet_l37_crop, kernel 3 at stride 2, 0.91x f32); a block under 8 accumulators waits on FMA latency
-// (wavegan_up5_b16 on AVX2, 7 pixels: 0.91x f16). AVX2 f16 gained too little to take (0.93-1.18x, geomean
-// 1.04; on the holdout sets 0.88-1.19x, 1.03).
+// (gcnet_l37_crop, kernel 3 at stride 2, 0.91x f32 then; 1.01x in session 14); a block under 8
+// accumulators waits on FMA latency (wavegan_up5_b16 on AVX2, 7 pixels: 0.91x f16). AVX2 f16 gained too
+// little to take (0.93-1.18x, geomean 1.04; on the holdout sets 0.88-1.19x, 1.03).
+// Where a phase has one tap (kernel 3 at stride 2) the fused pass still loads each source vector once for
+// the phases with two, and pays where those loads cost: where the block keeps its width and the source it
+// reads per tap passes 4 KB (an eighth of L1, whose lines the taps' other rows evict). 14 layers drawn for
+// it (1-2 output channels, 16-512 input channels, 1-D to 3-D; docs/data/dot_fuse_mixed_grid_zen4_2t.txt):
+// AVX-512 f32 1.08-1.20x from 4 KB with one output channel, 1.03x below (16-32 channels), 1.00-1.07x with
+// two (the block narrows 14 -> 12); AVX2 1.06-1.15x from 4 KB with one, 0.95-1.01x with two (6 -> 4).
+// Holdout s97 ho29 (320 -> 1, 3x3x3, 20 KB) 1.11-1.13x, f16 1.23x; gcnet_l37_crop (32 -> 1, 2 KB) 0.88-1.02x.
 bool dot_fusion_pays(const Plan& pl, int ur) {
   const int64_t oc = pl.oc_per_group;
-  return oc <= 2 && pl.axes[2].kernel / pl.axes[2].tap_k_step >= 2 && ur * oc >= 8 &&
+  const bool every_phase = pl.axes[2].kernel / pl.axes[2].tap_k_step >= 2;
+  const bool loads_cost = ur >= dot_plain_ur(pl) && ur * pl.ic_per_group * pl.src_elem_bytes() >= 4096;
+  return oc <= 2 && max_x_taps(pl) >= 2 && (every_phase || loads_cost) && ur * oc >= 8 &&
          !(pl.isa == Isa::avx2 && pl.dtype == DType::f16);
+}
+
+// The dot family's block without fused taps: as many pixels as registers allow next to C_OUT weight
+// vectors and the source vector (16 on AVX-512, 12 on AVX2 at most), no more than a row's phase holds.
+int dot_plain_ur(const Plan& pl) {
+  const int oc = static_cast<int>(pl.oc_per_group);
+  const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
+  const Axis& x = pl.axes[2];
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(std::min(fit, pl.isa == Isa::avx512_core ? 16 : 12), extent)));
 }
 
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
@@ -65,10 +84,7 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   const int oc = static_cast<int>(pl.oc_per_group);
   check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
   const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
-  int ur = std::min(fit, pl.isa == Isa::avx512_core ? 16 : 12);
-  const Axis& x = pl.axes[2];
-  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
-  ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
+  int ur = dot_plain_ur(pl);
   Plan fused = pl;  // the block fused x taps would take, asked of fuse_x_possible
   fused.oc_vectors = oc;
   fused.ur_w = std::min(ur, fit - max_x_taps(pl));

@@ -190,8 +190,9 @@ TEST(PlanHeuristic, FusedXTapsWhereEveryPhaseHasTwoOrTheOutputIsSmall) {
   EXPECT_THROW(plan_of(one_tap, on), Error);
 }
 
-// The dot family fuses for 1-2 output channels where every x phase has 2+ taps and the block, narrowed
-// for the taps' weights, keeps 8 accumulators; not f16 on AVX2. And where dot_x yields to it on AVX2.
+// The dot family fuses for 1-2 output channels where every x phase has 2+ taps (or, with phases of one tap,
+// where the block keeps its width and reads 4 KB+ of source per tap) and the block, narrowed for the taps'
+// weights, keeps 8 accumulators; not f16 on AVX2. And where dot_x yields to it on AVX2.
 TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   auto dot = [](int64_t co, int64_t k, int64_t s, DType t) {
     return DeconvTester().layout(DataFormat::NXC).channels(56, co).input({64, 64}).kernel({k, k}).stride({s, s})
@@ -208,6 +209,15 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   EXPECT_EQ(plan_on(dot(3, 4, 2, DType::f32), Isa::avx512_core).fused_x_taps, 0);  // 3 channels
   EXPECT_EQ(plan_on(dot(3, 4, 2, DType::f32), Isa::avx512_core).ur_w, 9);
   EXPECT_EQ(plan_on(dot(1, 3, 2, DType::f16), Isa::avx512_core).fused_x_taps, 0);  // phases of 2 and 1 taps
+  // Phases of 2 and 1 taps where the block keeps its width and reads 4 KB+ of source per tap (holdout s97
+  // ho29's 320 channels): fused; two output channels narrow the block (14 -> 12): not.
+  auto wide = [](int64_t co) {
+    return DeconvTester().layout(DataFormat::NXC).channels(320, co).input({20, 20}).kernel({3, 3}).stride({2, 2})
+        .pads({1, 1}, {1, 1});
+  };
+  EXPECT_EQ(plan_on(wide(1), Isa::avx512_core).fused_x_taps, 2);
+  EXPECT_EQ(plan_on(wide(1), Isa::avx512_core).ur_w, 16);
+  EXPECT_EQ(plan_on(wide(2), Isa::avx512_core).fused_x_taps, 0);
   EXPECT_EQ(plan_on(dot(1, 9, 2, DType::f32), Isa::avx2).fused_x_taps, 5);
   EXPECT_EQ(plan_on(dot(1, 9, 2, DType::f32), Isa::avx2).ur_w, 9);
   EXPECT_EQ(plan_on(dot(1, 9, 2, DType::f16), Isa::avx2).fused_x_taps, 0);   // AVX2 f16
