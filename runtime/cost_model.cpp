@@ -161,7 +161,7 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   // non-temporal ones do not, but pay for it where the output would have stayed cached, and in gemm but
   // where its pixels are wide (gemm_nt_pays: narrower ones measured slower at every size).
   const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
-  const bool past_caches = nt_store_bytes(pl, p) >= static_cast<double>(nt_store_min_bytes(pl));
+  const bool past_caches = nt_store_big(pl, p);
   const bool nt_loses = pl.algorithm == Algorithm::gemm && !gemm_nt_pays(pl);
   if (pl.nt_stores ? !past_caches || nt_loses : past_caches) e.extra_bytes += dst_bytes;
   // A widened source is a pass writing twice its bytes, then read as f32; where widen_src_pays says it

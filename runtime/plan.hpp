@@ -344,6 +344,8 @@ inline bool flush_in_tiles(const Plan& pl) {
   return pl.isa == Isa::avx512_core && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
 }
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
+// Whether the output (and source, nt_store_bytes) outgrow the caches by choose_nt_stores' bounds.
+bool nt_store_big(const Plan& pl, const Problem& p);
 bool gemm_nt_pays(const Plan& pl);  // gemm's non-temporal stores where its (folded) pixels are wide
 // The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses

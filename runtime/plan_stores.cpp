@@ -67,6 +67,23 @@ bool gemm_nt_pays(const Plan& pl) {
          pl.oc_per_group * pl.elem_bytes() >= 512;
 }
 
+// NXC rows on AVX-512 also from 16 MB (nt_store_bytes) where each output byte carries 4+ FLOPs. Zen 4, 2
+// threads, the 22 suite and holdout rows a 16 MB bound moves (docs/data/nt_16mb_ab_zen4_2t.jsonl): the 13 of
+// them at 6-72 FLOPs per byte on AVX-512 1.01-2.67x (s71 ho11 2.67x, s37 ho19 1.37x, s11 ho07 1.28x); at 2
+// or fewer, memory-bound layers that the caches keep between runs lost (s37 ho23 0.62x, s97 ho05 0.74x,
+// deeplabv3p_aspp_up4_dw 0.97x; two 16-bit ones gained 1.07-1.15x); AVX2 0.92-1.05x.
+constexpr int64_t kNtStoreArithmeticMinBytes = int64_t{16} << 20;
+constexpr double kNtStoreMinFlopsPerByte = 4;
+
+bool nt_store_big(const Plan& pl, const Problem& p) {
+  const double bytes = nt_store_bytes(pl, p);
+  if (bytes >= static_cast<double>(nt_store_min_bytes(pl))) return true;
+  const bool rows = !row_buffered(pl.layout) && !x_vector_family(pl.algorithm);
+  const double dst = static_cast<double>(p.dst_elements() * pl.elem_bytes());
+  return rows && pl.isa == Isa::avx512_core && bytes >= static_cast<double>(kNtStoreArithmeticMinBytes) &&
+         p.flops() >= kNtStoreMinFlopsPerByte * dst;
+}
+
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = nt_stores_possible(pl);
   check_hint(h.nt_stores != 1 || possible,
@@ -77,7 +94,7 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
              "number of vectors long, or NCX on AVX-512 by the row buffer's flush in one reduction pass with output "
              "rows a whole number of cache lines long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
-  const bool big = nt_store_bytes(pl, p) >= static_cast<double>(nt_store_min_bytes(pl));
+  const bool big = nt_store_big(pl, p);
   const bool wanted = row_buffered(pl.layout)
                           ? big
                           : (pl.algorithm != Algorithm::gemm || gemm_nt_pays(pl)) && big &&
