@@ -462,7 +462,8 @@ size_t code_bound(const Plan& pl) {
     for (const detail::EdgeBlock& e : pl.edges) {  // a function of its width, a reduction per tap
       const size_t w = static_cast<size_t>(e.width), step = nv + w + w * nv;
       const size_t sets = static_cast<size_t>(detail::accumulator_sets(pl, e.width, bk->vectors));
-      const size_t reduction = 2 * pl.ic_unroll * step * 12 + 64 + (pl.dtype != DType::f32 ? 2 * pl.ic_unroll * w * 12 : 0);
+      const size_t widening = pl.dtype != DType::f32 ? 2 * pl.ic_unroll * w * 12 : 0;
+      const size_t reduction = 2 * pl.ic_unroll * step * 12 + 64 + widening;
       total += 512 + static_cast<size_t>(e.taps) * reduction + w * (nv + 2) * 24 + 2 * sets * w * nv * 8 +
                (pl.dtype != DType::f32 ? w * nv * 24 * 12 : 0);
     }

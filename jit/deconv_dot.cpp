@@ -298,7 +298,8 @@ class DotGenerator : public RowKernelGenerator {
     vxorps(zero, zero, zero);
     for (int g = 0; g < n; g += 16) {
       std::vector<int> regs(16, -1);
-      for (int i = 0; i < 16 && g + i < n; ++i) regs[static_cast<size_t>(i)] = acc((g + i) / n_oc(), (g + i) % n_oc()).getIdx();
+      for (int i = 0; i < 16 && g + i < n; ++i)
+        regs[static_cast<size_t>(i)] = acc((g + i) / n_oc(), (g + i) % n_oc()).getIdx();
       for (int step = 0; step < 4; ++step) regs = pair_step(regs, step, zero, t);
       const Zmm sums(regs[0]);
       for (int lane = 0; lane < 4; ++lane) {

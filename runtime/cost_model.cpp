@@ -90,7 +90,8 @@ Estimate gemm_x_family(const Plan& pl, const Problem& p) {
   // Weights come as embedded broadcasts: one load per FMA column, the input vectors once per step.
   e.efficiency = lane_use * tile_efficiency(fmas, static_cast<double>(block_vectors + pl.oc_vectors * positions) / 2);
   e.efficiency *= 1.0 / (1.0 + 0.15 / pl.ic_unroll);
-  const int64_t groups = ceil_div(ay.in, pl.rows_per_block), outer = pl.batch * pl.groups * pl.axes[0].in * x_chunks(pl);
+  const int64_t groups = ceil_div(ay.in, pl.rows_per_block);
+  const int64_t outer = pl.batch * pl.groups * pl.axes[0].in * x_chunks(pl);
   e.tasks = outer * ceil_div(groups, pl.row_chunk) * ceil_div(pl.oc_blocks, pl.oc_chunk);
   e.calls = static_cast<double>(outer * groups * pl.oc_blocks);
   // Tiles sized for L2 reuse weights and source; a tile that overflows it streams them again.

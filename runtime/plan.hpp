@@ -344,31 +344,10 @@ inline bool flush_in_tiles(const Plan& pl) {
   return pl.isa == Isa::avx512_core && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
 }
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
-// Whether the output (and source, nt_store_bytes) outgrow the caches by choose_nt_stores' bounds.
+// Whether the output (NXC rows: and the source) outgrows the caches by choose_nt_stores' bounds
+// (runtime/plan_stores.cpp); the cost model asks it too.
 bool nt_store_big(const Plan& pl, const Problem& p);
 bool gemm_nt_pays(const Plan& pl);  // gemm's non-temporal stores where its (folded) pixels are wide
-// The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
-// first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
-// the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
-// handle well until it and the source outgrow them (24 MB, nt_store_bytes). NCX rows of many channel
-// planes are many streams at once, whose line reads miss even where the whole output would fit (2 MB;
-// from the row buffer's flush, 4 MB as measured).
-inline int64_t nt_store_min_bytes(const Plan& pl) {
-  if (row_buffered(pl.layout)) return int64_t{4} << 20;  // measured: see choose_nt_stores
-  return x_vector_family(pl.algorithm) ? int64_t{2} << 20 : int64_t{24} << 20;
-}
-// The bytes nt_store_min_bytes is compared with. NXC rows: the output and the source (as much of it as
-// the output's size), which compete for the same caches while the kernel runs: where both outgrow them,
-// every output line's write-allocate read comes from memory, even for an output below the bound (holdout
-// s97 ho06, depthwise 7x7 over 384 channels of 99x99, 15 + 15 MB: 1.24x faster with non-temporal stores;
-// ho47, 13 + 13 MB, 1.29x; docs/data/nt_src_dst_ab_zen4_*.jsonl). Every row measured had a source no
-// bigger than its output; a small output beside a big source is not counted past its own size. (At 16 MB
-// the rule would have moved 22 rows, 0.62-2.67x: docs/data/nt_16mb_ab_zen4_2t.jsonl.) NCX: the output.
-inline double nt_store_bytes(const Plan& pl, const Problem& p) {
-  const double dst = static_cast<double>(p.dst_elements() * pl.elem_bytes());
-  if (row_buffered(pl.layout) || x_vector_family(pl.algorithm)) return dst;
-  return dst + std::min(dst, static_cast<double>(p.src_elements() * pl.src_elem_bytes()));
-}
 // Input-channel steps of one reduction pass: channels, or pairs of them.
 inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1) / 2 : pl.ic_block; }
 // gemm_x: the calls (chunks) a row takes along x.

@@ -154,8 +154,8 @@ namespace deconvjit::detail {
 // linknet_fullconv2x2 1.07x, espnet_classifier 1.03x, fcn8s_upscore8 1.00x, enet_fullconv 0.97x; rows
 // filling less lost: fcn8s_voc_upscore_pool4 0.94x, fcn16s_siftflow_sem_upscore2 0.92x;
 // docs/data/colx_sweep_zen4_2t.jsonl). K == s layers stay with gemm_x (or, for bf16, the dot family's pairs:
-// dbnet_head_up2 0.83x), which read NCX in place, except long rows (below). Fewer than 8 input channels leave too short a reduction for the phase interleave
-// (flownets_flow3_up, 2 -> 2, 0.7x).
+// dbnet_head_up2 0.83x), which read NCX in place, except long rows (below). Fewer than 8 input channels
+// leave too short a reduction for the phase interleave (flownets_flow3_up, 2 -> 2, 0.7x).
 // bf16 with channel pairs (docs/data/colx_sweep_bf16_2t.jsonl): the dot family's layers again, all 23
 // (sepformer_decoder 2.8x, lsgan_d7_b16 3.0x, dprnn_decoder 1.2x); but the row families reduce pairs as
 // fast as col_x does, so above 4 output channels col_x wins only where they leave a quarter of their lanes

@@ -108,9 +108,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_ic_pairs: bf16 data in the direct, gemm, dot, col_x and gemm_x families on a CPU with avx512_bf16 reduces "
        "input channels in pairs (vdpbf16ps, twice the f32 FMA rate; subnormal inputs count as zero)"},
       {{"nt_stores", ""},
-       "choose_nt_stores: non-temporal stores (where a block starts on a cache line) where source and output together "
-       "reach 24 MB (NXC; 16 MB on AVX-512 at 4+ FLOPs per output byte) or the output 2 MB (NCX planes) with at most 96 FLOPs per output byte (48 at AVX2's half rate, 192 with bf16 "
-       "pairs), in the direct, depthwise, depthwise_x and dot_x families, and in gemm for f32 on AVX-512 where a folded pixel "
+       "choose_nt_stores: non-temporal stores (where a block starts on a cache line) where source and output "
+       "together reach 24 MB (NXC; 16 MB on AVX-512 at 4+ FLOPs per output byte) or the output 2 MB (NCX "
+       "planes) with at most 96 FLOPs per output byte (48 at AVX2's half rate, 192 with bf16 pairs), in the "
+       "direct, depthwise, depthwise_x and dot_x families, and in gemm for f32 on AVX-512 where a folded pixel "
        "holds 512+ bytes of output (gemm_nt_pays; narrower ones measured slower); "
        "NCX through the row buffer: by its flush from 4 MB of output at any arithmetic"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
@@ -122,11 +123,11 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"rows_per_block", "gemm_x"}, "plan_gemm_x: rows of one vector are stacked up to 3 per block"},
       {{"flat_plane", "gemm_x"}, "plan_gemm_x: narrow rows (one vector, not a multiple of it) of planes up to "
                                  "48 vectors run as one sequence across rows"},
-      {{"pack_src", "gemm_x"}, "choose_pack_src: a task copies its row group's source into a contiguous tile when input "
-                               "planes are a multiple of 8 KiB apart (they collide in the L2's sets), from 17 input "
-                               "channels and with at least two of the task's channel blocks (oc_chunk) to read it; with "
-                               "bf16 pairs from 8 of them (their half-vector loads then never split a cache line); never with x "
-                               "chunks (a task would copy whole rows)"},
+      {{"pack_src", "gemm_x"},
+       "choose_pack_src: a task copies its row group's source into a contiguous tile when input planes are a "
+       "multiple of 8 KiB apart (they collide in the L2's sets), from 17 input channels and with at least two of "
+       "the task's channel blocks (oc_chunk) to read it; with bf16 pairs from 8 of them (their half-vector loads "
+       "then never split a cache line); never with x chunks (a task would copy whole rows)"},
       {{"oc_chunk", "gemm_x"}, "choose_tiles: channel blocks whose weights fill half of a 1 MiB L2, halved in "
                                 "turn with row_chunk until the tiles make 16 tasks (split_tiles_for_tasks)"},
       {{"row_chunk", "gemm_x"}, "choose_tiles: row groups whose source fills a quarter of a 1 MiB L2, halved in "

@@ -67,6 +67,33 @@ bool gemm_nt_pays(const Plan& pl) {
          pl.oc_per_group * pl.elem_bytes() >= 512;
 }
 
+namespace {
+
+// The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
+// first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
+// the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
+// handle well until it and the source outgrow them (24 MB, nt_store_bytes). NCX rows of many channel
+// planes are many streams at once, whose line reads miss even where the whole output would fit (2 MB;
+// from the row buffer's flush, 4 MB as measured).
+int64_t nt_store_min_bytes(const Plan& pl) {
+  if (row_buffered(pl.layout)) return int64_t{4} << 20;  // measured: see choose_nt_stores
+  return x_vector_family(pl.algorithm) ? int64_t{2} << 20 : int64_t{24} << 20;
+}
+// The bytes nt_store_min_bytes is compared with. NXC rows: the output and the source (as much of it as
+// the output's size), which compete for the same caches while the kernel runs: where both outgrow them,
+// every output line's write-allocate read comes from memory, even for an output below the bound (holdout
+// s97 ho06, depthwise 7x7 over 384 channels of 99x99, 15 + 15 MB: 1.24x faster with non-temporal stores;
+// ho47, 13 + 13 MB, 1.29x; docs/data/nt_src_dst_ab_zen4_*.jsonl). Every row measured had a source no
+// bigger than its output; a small output beside a big source is not counted past its own size. NCX: the
+// output.
+double nt_store_bytes(const Plan& pl, const Problem& p) {
+  const double dst = static_cast<double>(p.dst_elements() * pl.elem_bytes());
+  if (row_buffered(pl.layout) || x_vector_family(pl.algorithm)) return dst;
+  return dst + std::min(dst, static_cast<double>(p.src_elements() * pl.src_elem_bytes()));
+}
+
+}  // namespace
+
 // NXC rows on AVX-512 also from 16 MB (nt_store_bytes) where each output byte carries 4+ FLOPs. Zen 4, 2
 // threads, the 22 suite and holdout rows a 16 MB bound moves (docs/data/nt_16mb_ab_zen4_2t.jsonl): the 13 of
 // them at 6-72 FLOPs per byte on AVX-512 1.01-2.67x (s71 ho11 2.67x, s37 ho19 1.37x, s11 ho07 1.28x); at 2

@@ -75,7 +75,8 @@ int dot_plain_ur(const Plan& pl) {
   const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
   const Axis& x = pl.axes[2];
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(std::min(fit, pl.isa == Isa::avx512_core ? 16 : 12), extent)));
+  const int cap = std::min(fit, pl.isa == Isa::avx512_core ? 16 : 12);
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, extent)));
 }
 
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
