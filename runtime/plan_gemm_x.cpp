@@ -87,9 +87,10 @@ void choose_tiles(Plan& pl, const TuningHints& h) {
 // cache line, as they do along the caller's rows; but the copy is a pass of its own over the row group,
 // and few channel blocks do not repay it. Measured on the 35 layers where gemm_x was preferred
 // (docs/data/gemm_x_pairs_sweep_pk{0,1}_2t.jsonl, Zen 5): packed against unpacked geomean 1.27x, from 0.92
-// (enet_fullconv, 16 channels) to 2.2x (vitdet_l_p2_up1). Again on Zen 4 with the grouped and few-channel layers gemm_x now takes
-// (docs/data/gemm_x_pack_bf16_zen4_2t.jsonl, unpacked against packed): 1-6 channel blocks 1.05-2.6x
-// faster unpacked on 36 of 40 (0.72-1.0 on the rest), 7-16 blocks 0.59-1.08, more 0.58-1.04.
+// (enet_fullconv, 16 channels) to 2.2x (vitdet_l_p2_up1). Again on Zen 4 with the grouped and
+// few-channel layers gemm_x now takes (docs/data/gemm_x_pack_bf16_zen4_2t.jsonl, unpacked against
+// packed): 1-6 channel blocks 1.05-2.6x faster unpacked on 36 of 40 (0.72-1.0 on the rest), 7-16 blocks
+// 0.59-1.08, more 0.58-1.04.
 void choose_pack_src(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.pack_src = h.pack_src >= 0 ? h.pack_src == 1 : pack_src_pays(pl, p);
 }
