@@ -5,7 +5,11 @@
 // and one broadcast FMA per (channel, kernel x) and vector. Then per output vector: for every kernel x a
 // masked vpermi2ps picks its phase's lanes, shifted by the tap's lane offset, out of this vector's
 // accumulator and the one before (the previous tile's last vector lives on the stack), and the sums are
-// stored as contiguous output.
+// stored as contiguous output. AVX2 (8 lanes, 16 registers) has no opmasks and no two-register permute:
+// its loads and stores at the row's ends are vmaskmovps, its FMAs take the weight from a broadcast
+// register, the lanes past the row's end are cleared after the reduction (their zero inputs times an
+// infinite weight would be NaNs), and each tap's shifted phase is two vpermps (this vector, the one
+// before), a blend and an and with the phase's lanes.
 //
 // Function (kind, part): kind 0 holds Plan::main's channels, kind 1 Plan::last's; part p computes the p-th
 // of x_split ranges of tiles, starting with a tile that only fills the stack (the one before the range).
@@ -24,7 +28,6 @@ using namespace Xbyak;
 using detail::Plan;
 using Off = KernelArgsOffsets;
 constexpr int kFloat = 4;
-constexpr int kLanes = 16;
 
 // Consecutive tiles of one part with the same masks, emitted as one piece (a loop when there are several:
 // the code of a tile depends only on its masks). So a row costs code for its few edge tiles, however long
@@ -38,24 +41,25 @@ struct Piece {
 // With block_over_batch the tile's vectors are one x vector of ur_w images (vector v: image v).
 struct TileMap {
   int64_t u = 1, s = 1, pad = 0, in_w = 0, out_w = 0, parts = 1, first = 0, end = 0;
+  int lanes = 16;
   bool images = false;
   explicit TileMap(const Plan& pl)
       : u(pl.ur_w), s(pl.axes[2].stride), pad(pl.axes[2].pad_begin), in_w(pl.axes[2].in), out_w(pl.axes[2].out),
-        parts(pl.x_split), images(pl.block_over_batch) {
+        parts(pl.x_split), lanes(pl.lanes), images(pl.block_over_batch) {
     detail::col_x_tiles(pl, first, end);
   }
   int64_t along_x() const { return images ? 1 : u; }  // x vectors per tile
-  int64_t tile_in() const { return kLanes * along_x(); }  // input pixels per tile
+  int64_t tile_in() const { return lanes * along_x(); }  // input pixels per tile
   int64_t x_vector(int64_t t, int64_t v) const { return t * along_x() + (images ? 0 : v); }
   // Real lanes [0, n) of input vector v of tile t.
   int in_lanes(int64_t t, int64_t v) const {
-    return static_cast<int>(std::clamp<int64_t>(in_w - x_vector(t, v) * kLanes, 0, kLanes));
+    return static_cast<int>(std::clamp<int64_t>(in_w - x_vector(t, v) * lanes, 0, lanes));
   }
   // Output x of lane 0 of output vector m of input vector v of tile t.
-  int64_t out_x(int64_t t, int64_t v, int64_t m) const { return x_vector(t, v) * kLanes * s + m * kLanes - pad; }
+  int64_t out_x(int64_t t, int64_t v, int64_t m) const { return x_vector(t, v) * lanes * s + m * lanes - pad; }
   uint32_t out_bits(int64_t t, int64_t v, int64_t m) const {
     uint32_t bits = 0;
-    for (int l = 0; l < kLanes; ++l) {
+    for (int l = 0; l < lanes; ++l) {
       const int64_t x = out_x(t, v, m) + l;
       if (x >= 0 && x < out_w) bits |= 1u << l;
     }
@@ -98,7 +102,7 @@ class ColXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
-    set_io(pl_.dtype, true, pl_.ic_pairs, pl_.bf16_vcvt);
+    set_io(pl_.dtype, zmm(), pl_.ic_pairs, pl_.bf16_vcvt);
     const int kinds = pl_.has_tail() ? 2 : 1;
     for (int kind = 0; kind < kinds; ++kind)
       for (int part = 0; part < pl_.x_split; ++part) {
@@ -127,8 +131,13 @@ class ColXGenerator : public Generator {
   const Plan& pl_;
   const TileMap map_;
   int cb_ = 1;
-  Label l_index_, l_pairs_;
+  Label l_index_, l_pairs_, l_masks_, l_phases_;
+  std::vector<std::pair<int, int>> masks_;  // AVX2: the lane ranges [lo, hi) of l_masks_
 
+  bool zmm() const { return pl_.isa == Isa::avx512_core; }
+  int lanes() const { return pl_.lanes; }
+  uint32_t all_lanes() const { return (1u << lanes()) - 1; }
+  Xmm vreg(int i) const { return zmm() ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
   int u_n() const { return pl_.ur_w; }
   int64_t s() const { return pl_.axes[2].stride; }
   int64_t kx_n() const { return pl_.axes[2].kernel; }
@@ -141,25 +150,35 @@ class ColXGenerator : public Generator {
   int64_t tile_out() const { return tile_in() * s(); }  // output q per tile
   bool images() const { return pl_.block_over_batch; }
   // Element offsets of input vector u and of output vector (u, m) of channel c, from the tile's start.
-  int64_t src_at(int u) const { return images() ? u * pl_.src_n : u * kLanes; }
+  int64_t src_at(int u) const { return images() ? u * pl_.src_n : u * lanes(); }
   int64_t dst_at(int c, int u, int64_t m) const {
-    return c * pl_.dst_c + (images() ? u * pl_.dst_n + m * kLanes : (u * s() + m) * kLanes);
+    return c * pl_.dst_c + (images() ? u * pl_.dst_n + m * lanes() : (u * s() + m) * lanes());
   }
   int columns() const { return static_cast<int>(cb_ * kx_n()); }
   // The previous x vector's sums per (channel, kernel x): of the tile's last vector, or of each image.
   int prev_vectors() const { return images() ? u_n() : 1; }
   int frame() const { return kPrevSlot + 64 * static_cast<int>(pl_.oc_vectors * kx_n() * prev_vectors()); }
 
-  Zmm acc_in(int set, int c, int64_t kx, int u) const {
-    return Zmm(static_cast<int>(((set * cb_ + c) * kx_n() + kx) * u_n() + u));
+  Xmm acc_in(int set, int c, int64_t kx, int u) const {
+    return vreg(static_cast<int>(((set * cb_ + c) * kx_n() + kx) * u_n() + u));
   }
-  Zmm acc(int c, int64_t kx, int u) const { return acc_in(0, c, kx, u); }
-  Zmm in(int u) const { return Zmm(28 + u); }
+  Xmm acc(int c, int64_t kx, int u) const { return acc_in(0, c, kx, u); }
+  int first_free() const { return zmm() ? 28 : 12; }  // (plan_col_x.cpp: the accumulators below)
+  Xmm in(int u) const { return vreg(first_free() + u); }
   bool pairs() const { return pl_.ic_pairs; }
   Zmm pair_index() const { return Zmm(31); }  // (bf16 pairs: at most 3 input vectors)
-  Zmm temp(int i) const { return Zmm(28 + i); }  // after the reduction
+  Ymm bcast() const { return Ymm(14); }       // AVX2: the weight of the FMAs (at most 2 input vectors)
+  Ymm ymask() const { return Ymm(15); }       // AVX2: the load mask of the tile's partial vectors
+  Xmm temp(int i) const { return vreg(first_free() + i); }  // after the reduction
   Address prev(int c, int64_t kx, int u = 0) const {
     return ptr[rsp + kPrevSlot + 64 * ((c * kx_n() + kx) * prev_vectors() + u)];
+  }
+  // AVX2: the l_masks_ entry with lanes [lo, hi) set.
+  Address lane_mask(int lo, int hi) {
+    const std::pair<int, int> m{lo, hi};
+    auto it = std::find(masks_.begin(), masks_.end(), m);
+    if (it == masks_.end()) it = masks_.insert(masks_.end(), m);
+    return ptr[rip + l_masks_ + static_cast<int>(it - masks_.begin()) * 32];
   }
 
   int in_lanes(int64_t t, int u) const { return map_.in_lanes(t, u); }
@@ -171,6 +190,8 @@ class ColXGenerator : public Generator {
   void emit_taps(int64_t t, int set, bool single);
   void emit_tap(int64_t t, int set, bool single, const Reg64& src, const Reg64& wei);
   void emit_output(int64_t t);
+  void emit_output_ymm(int64_t t, int c, int u, int64_t m);
+  void emit_store(int64_t t, int c, int u, int64_t m);
   void set_mask(const Opmask& k, uint32_t bits) {  // (32 bits: word masks of bf16 pairs)
     mov(r_tmp.cvt32(), bits);
     kmovd(k, r_tmp.cvt32());
@@ -257,11 +278,13 @@ void ColXGenerator::emit_reduction(int64_t t) {
   };
   for (int u = 0; u < u_n(); ++u) {
     const int n = in_lanes(t, u);
-    const uint32_t lo = n == kLanes ? 0xffffu : (1u << n) - 1;
-    if (pairs()) {  // words: the first channel's n in the low half, the second's in the high half
+    const uint32_t lo = n == lanes() ? all_lanes() : (1u << n) - 1;
+    if (!zmm()) {  // (a tile's partial vectors all have the same lanes: the row's end, or each image's)
+      if (n > 0 && n < lanes()) vmovups(ymask(), lane_mask(0, n));
+    } else if (pairs()) {  // words: the first channel's n in the low half, the second's in the high half
       set_mask(Opmask(1 + u), lo);
       set_mask(Opmask(4 + u), lo << 16);
-    } else if (n > 0 && n < kLanes) {
+    } else if (n > 0 && n < lanes()) {
       set_mask(Opmask(1 + u), lo);
     }
   }
@@ -291,6 +314,14 @@ void ColXGenerator::emit_reduction(int64_t t) {
     for (int c = 0; c < cb_; ++c)
       for (int64_t kx = 0; kx < kx_n(); ++kx)
         for (int u = 0; u < u_n(); ++u) vaddps(acc(c, kx, u), acc(c, kx, u), acc_in(set, c, kx, u));
+  // AVX2's FMAs are not masked: past the row's end a zero input times an infinite or NaN weight left a
+  // NaN where the sum has no term.
+  for (int u = 0; u < u_n() && !zmm(); ++u) {
+    const int n = in_lanes(t, u);
+    if (n == 0 || n == lanes()) continue;
+    for (int c = 0; c < cb_; ++c)
+      for (int64_t kx = 0; kx < kx_n(); ++kx) vandps(acc(c, kx, u), acc(c, kx, u), lane_mask(0, n));
+  }
 }
 
 // The valid z and y taps of one input channel: per tap, the tile's input vectors (masked at the row's
@@ -344,96 +375,164 @@ void ColXGenerator::emit_tap(int64_t t, int set, bool single, const Reg64& src, 
     if (pairs()) {
       // The pair's rows as words 0-15 and 16-31 (the second loaded from 32 bytes before its row
       // under the high mask, so only its own words are read), then interleaved into dword lanes.
-      vmovdqu16(in(u) | Opmask(1 + u) | T_z, a);
-      if (!single) vmovdqu16(in(u) | Opmask(4 + u), ptr[src + (pl_.src_c + src_at(u)) * eb() - 32]);
+      const Zmm x(in(u).getIdx());
+      vmovdqu16(x | Opmask(1 + u) | T_z, a);
+      if (!single) vmovdqu16(x | Opmask(4 + u), ptr[src + (pl_.src_c + src_at(u)) * eb() - 32]);
       vpermw(in(u), pair_index(), in(u));
-    } else if (n == kLanes)
+    } else if (n == lanes())
       io16() ? load_io(in(u), a) : vmovups(in(u), a);
     else if (io16())
       load_io_lanes(in(u), a, 0, n, Opmask(1 + u));
+    else if (zmm())
+      vmovups(Zmm(in(u).getIdx()) | Opmask(1 + u) | T_z, a);
     else
-      vmovups(in(u) | Opmask(1 + u) | T_z, a);
+      vmaskmovps(in(u), ymask(), a);
   }
   for (int c = 0; c < cb_; ++c)
     for (int64_t kx = 0; kx < kx_n(); ++kx) {
-      const Address w = ptr_b[wei + (c * kx_n() + kx) * kFloat];
+      const int64_t w = (c * kx_n() + kx) * kFloat;
+      if (!zmm()) vbroadcastss(bcast(), ptr[wei + w]);
       for (int u = 0; u < u_n(); ++u) {
         const int n = in_lanes(t, u);
         if (n == 0) continue;
-        const Zmm a = n == kLanes ? acc_in(set, c, kx, u) : acc_in(set, c, kx, u) | Opmask(1 + u);
+        if (!zmm()) {
+          vfmadd231ps(acc_in(set, c, kx, u), in(u), bcast());
+          continue;
+        }
+        const Zmm z(acc_in(set, c, kx, u).getIdx()), x(in(u).getIdx());
+        const Zmm a = n == lanes() ? z : z | Opmask(1 + u);
         if (pairs())
-          vdpbf16ps(a, in(u), w);
+          vdpbf16ps(a, x, ptr_b[wei + w]);
         else
-          vfmadd231ps(a, in(u), w);
+          vfmadd231ps(a, x, ptr_b[wei + w]);
       }
     }
 }
 
-// Output vector m of input vector u covers q = 16 s (tile's first vector + u) + 16 m + lane, lane l of
-// phase l mod s at input lane (16 m + l) div s. Kernel x = px + s d adds, at those lanes, its
-// accumulator d lanes earlier: table (m, d) indexes vpermi2ps's pair (this vector, the one before).
+// Output vector m of input vector u covers q = L s (tile's first vector + u) + L m + lane (L lanes), lane
+// l of phase l mod s at input lane (L m + l) div s. Kernel x = px + s d adds, at those lanes, its
+// accumulator d lanes earlier: table (m, d) indexes the pair (this vector, the one before).
 void ColXGenerator::emit_output(int64_t t) {
-  const Zmm out = temp(0), perm = temp(1);
   for (int c = 0; c < cb_; ++c)
     for (int u = 0; u < u_n(); ++u)
       for (int64_t m = 0; m < s(); ++m) {
-        const uint32_t bits = out_bits(t, u, m);
-        if (bits == 0) continue;
+        if (out_bits(t, u, m) == 0) continue;
+        if (!zmm()) {
+          emit_output_ymm(t, c, u, m);
+          continue;
+        }
+        const Zmm out(temp(0).getIdx()), perm(temp(1).getIdx());
         bool first = true;
         for (int64_t px = 0; px < s() && px < kx_n(); ++px) {
           uint32_t phase = 0;
-          for (int l = 0; l < kLanes; ++l)
+          for (int l = 0; l < lanes(); ++l)
             if (l % s() == px) phase |= 1u << l;
           if (s() > 1) set_mask(k5, phase);
           for (int64_t kx = px; kx < kx_n(); kx += s()) {
             const Zmm dst = first ? out : perm;
             vmovups(dst, ptr[rip + l_index_ + 64 * (m * d_n() + kx / s())]);
             const Xmm masked = s() > 1 ? Xmm(dst | k5 | T_z) : Xmm(dst);
+            const Zmm cur(acc(c, kx, u).getIdx());
             if (u > 0 && !images())
-              vpermi2ps(masked, acc(c, kx, u), acc(c, kx, u - 1));
+              vpermi2ps(masked, cur, Zmm(acc(c, kx, u - 1).getIdx()));
             else
-              vpermi2ps(masked, acc(c, kx, u), prev(c, kx, images() ? u : 0));
+              vpermi2ps(masked, cur, prev(c, kx, images() ? u : 0));
             if (!first) vaddps(out, out, perm);
             first = false;
           }
         }
         if (first) vxorps(out, out, out);
-        const Address a = ptr[r_xd + dst_at(c, u, m) * eb()];
-        const bool whole = bits == 0xffffu;
-        if (!whole) set_mask(k7, bits);
-        const int lo = __builtin_ctz(bits), hi = 32 - __builtin_clz(bits);
-        if (io16())
-          whole ? store_io(a, out, perm) : store_io_lanes(a, out, lo, hi, k7, perm);
-        else
-          whole ? vmovups(a, out) : vmovups(a | k7, out);
+        emit_store(t, c, u, m);
       }
+}
+
+// AVX2: per (m, d) the index, then per kernel x = px + s d one vpermps of this vector and, where lanes
+// reach into the vector before, one of that and a blend; lanes of other phases are cleared by an and.
+void ColXGenerator::emit_output_ymm(int64_t t, int c, int u, int64_t m) {
+  const Ymm out(temp(0).getIdx()), part(temp(1).getIdx()), before(temp(2).getIdx()), index(temp(3).getIdx());
+  bool first = true;
+  for (int64_t d = 0; d < d_n(); ++d) {
+    uint8_t from_before = 0, from_this = 0;  // lanes whose index reaches into the vector before
+    for (int l = 0; l < lanes(); ++l)
+      ((m * lanes() + l) / s() - d < 0 ? from_before : from_this) |= static_cast<uint8_t>(1u << l);
+    vmovups(index, ptr[rip + l_index_ + 4 * lanes() * (m * d_n() + d)]);
+    for (int64_t px = 0; px < s() && px + s() * d < kx_n(); ++px) {
+      const int64_t kx = px + s() * d;
+      const Ymm dst = first ? out : part;
+      auto permute_earlier = [&](const Ymm& to) {
+        if (u > 0 && !images())
+          vpermps(to, index, Ymm(acc(c, kx, u - 1).getIdx()));
+        else
+          vpermps(to, index, prev(c, kx, images() ? u : 0));
+      };
+      if (from_this) vpermps(dst, index, Ymm(acc(c, kx, u).getIdx()));
+      if (from_before && !from_this) permute_earlier(dst);
+      if (from_before && from_this) {
+        permute_earlier(before);
+        vblendps(dst, dst, before, from_before);
+      }
+      if (s() > 1) vandps(dst, dst, ptr[rip + l_phases_ + 4 * lanes() * px]);
+      if (!first) vaddps(out, out, part);
+      first = false;
+    }
+  }
+  if (first) vxorps(out, out, out);
+  emit_store(t, c, u, m);
+}
+
+void ColXGenerator::emit_store(int64_t t, int c, int u, int64_t m) {
+  const uint32_t bits = out_bits(t, u, m);
+  const Xmm out = temp(0), scratch = temp(1);
+  const Address a = ptr[r_xd + dst_at(c, u, m) * eb()];
+  const bool whole = bits == all_lanes();
+  const int lo = __builtin_ctz(bits), hi = 32 - __builtin_clz(bits);
+  if (!whole && zmm()) set_mask(k7, bits);
+  if (io16()) {
+    whole ? store_io(a, out, scratch) : store_io_lanes(a, out, lo, hi, k7, scratch);
+  } else if (whole) {
+    vmovups(a, out);
+  } else if (zmm()) {
+    vmovups(a | k7, Zmm(out.getIdx()));
+  } else {
+    vmovups(scratch, lane_mask(lo, hi));
+    vmaskmovps(a, scratch, out);
+  }
 }
 
 void ColXGenerator::emit_tables() {
   align(64);
   L(l_pairs_);  // word 2j <- j (first channel), word 2j + 1 <- 16 + j (second)
-  for (int j = 0; j < kLanes; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
+  for (int j = 0; j < 16; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
   L(l_index_);
+  const int64_t n = lanes();
   for (int64_t m = 0; m < s(); ++m)
     for (int64_t d = 0; d < d_n(); ++d)
-      for (int l = 0; l < kLanes; ++l) dd(static_cast<uint32_t>(((m * kLanes + l) / s() - d) & 31));
+      for (int64_t l = 0; l < n; ++l) dd(static_cast<uint32_t>(((m * n + l) / s() - d) & (2 * n - 1)));
+  if (zmm()) return;
+  L(l_phases_);
+  for (int64_t px = 0; px < s(); ++px)
+    for (int64_t l = 0; l < n; ++l) dd(l % s() == px ? 0xffffffffu : 0u);
+  L(l_masks_);
+  for (const auto& [lo, hi] : masks_)
+    for (int l = 0; l < n; ++l) dd(l >= lo && l < hi ? 0xffffffffu : 0u);
 }
 
 // Up to 12 bytes an instruction. A tile: the reduction's taps once per accumulator set in the step and
-// again for the remainder; per output vector and kernel x an index load, a permute and an add; the stack
-// copies. Times the pieces of every part, for each block kind.
+// again for the remainder (AVX2: a broadcast per weight, an and per accumulator after); per output vector
+// and kernel x an index load, a permute and an add (AVX2: up to five instructions); the stack copies.
+// Times the pieces of every part, for each block kind; then the tables (AVX2: a few lane masks).
 size_t ColXGenerator::code_bound(const Plan& pl) {
   const size_t kx = static_cast<size_t>(pl.axes[2].kernel), u = static_cast<size_t>(pl.ur_w);
   const size_t cb = static_cast<size_t>(pl.oc_vectors), s = static_cast<size_t>(pl.axes[2].stride);
-  const size_t taps = 256 + (u * 4 + 8) * 12 + cb * kx * u * 12;
-  const size_t reduction = 512 + (2 * static_cast<size_t>(pl.ic_unroll) + 1) * (taps + 64) + cb * kx * u * 8;
-  const size_t output = cb * u * s * (96 + kx * 40 + 96);
+  const size_t taps = 256 + (u * 4 + 8) * 12 + cb * kx * (u + 1) * 12;
+  const size_t reduction = 512 + (2 * static_cast<size_t>(pl.ic_unroll) + 1) * (taps + 64) + cb * kx * u * 20;
+  const size_t output = cb * u * s * (96 + kx * 64 + 96);
   const size_t tile = reduction + output + cb * kx * (u + 1) * 24 + 256;
   const TileMap map(pl);
   size_t pieces = 0;
   for (int64_t part = 0; part < pl.x_split; ++part) pieces += map.pieces(part).size();
-  return (pl.dtype == DType::f32 ? 1 : 2) * (8192 + 2 * (pieces * (tile + 128) + static_cast<size_t>(pl.x_split) * 1024) +
-                                             s * 64 * 32);
+  const size_t parts = static_cast<size_t>(pl.x_split);
+  return (pl.dtype == DType::f32 ? 1 : 2) * (8192 + 2 * (pieces * (tile + 128) + parts * 1024) + s * 64 * 32 + 4096);
 }
 
 }  // namespace

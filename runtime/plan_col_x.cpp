@@ -1,9 +1,9 @@
-// Planning for the col_x family: NCX data, AVX-512, few output channels (per group) x x taps. Per output row it
-// is a GEMM with the vector along input x, contiguous in NCX: for each input channel and valid (z, y) tap,
-// one input vector times a broadcast weight per (output channel, kernel x) adds into an accumulator, so
-// every lane of every FMA is a real product and nothing is permuted in the reduction. After it, kernel x
-// = px + s*d of input lane i belongs to output q = s*(i + d) + px (q = x + pad): the kernel sums the taps'
-// accumulators shifted by d lanes, interleaves the s phases (masked two-register permutes of this vector
+// Planning for the col_x family: NCX data, AVX-512 or AVX2, few output channels (per group) x x taps. Per
+// output row it is a GEMM with the vector along input x, contiguous in NCX: for each input channel and
+// valid (z, y) tap, one input vector times a broadcast weight per (output channel, kernel x) adds into an
+// accumulator, so every lane of every FMA is a real product and nothing is permuted in the reduction.
+// After it, kernel x = px + s*d of input lane i belongs to output q = s*(i + d) + px (q = x + pad): the
+// kernel sums the taps' accumulators shifted by d lanes, interleaves the s phases (permutes of this vector
 // and the one before) and stores contiguous output rows. col2im in registers, hence the name.
 //
 // Against dot_x, which keeps the vector along output x, this needs no permute per FMA at x stride > 1
@@ -17,31 +17,34 @@
 namespace deconvjit::detail {
 namespace {
 
-// Accumulators: registers 0-27. The input vectors of a tile take 28-31, and after the reduction the same
-// four serve the phase interleave and the typed store as temporaries.
-constexpr int kAccumulators = 28;
-constexpr int kMaxVectors = 4;
+// AVX-512 accumulators: registers 0-27. The input vectors of a tile take 28-31, and after the reduction
+// the same four serve the phase interleave and the typed store as temporaries. AVX2 (16 registers):
+// accumulators 0-11, two input vectors, the broadcast weight (AVX2 FMAs take no broadcast operand) and
+// the load mask; after the reduction 12-15 are the temporaries.
+int accumulators(Isa isa) { return isa == Isa::avx512_core ? 28 : 12; }
+int max_vectors(Isa isa) { return isa == Isa::avx512_core ? 4 : 2; }
 
 int64_t x_taps(const Problem& p) { return p.kernel.back(); }
 
 }  // namespace
 
 bool col_x_applies(const Problem& p, Isa isa) {
-  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX) return false;
+  if ((isa != Isa::avx512_core && isa != Isa::avx2) || p.data_format != DataFormat::NCX) return false;
+  const int64_t lanes = isa == Isa::avx512_core ? 16 : 8;
   int64_t out_sp = 1;
   for (int64_t v : p.out) out_sp *= v;
   const int64_t s = p.stride.back();
-  // The phases interleave within a vector (s divides 16), a tap's shift stays within the vector before
-  // (kernel x < 16 s), and one channel's taps fit the accumulators. Output planes of a block are addressed
-  // with 32-bit displacements.
-  return p.dilation.back() == 1 && 16 % s == 0 && p.pads_begin.back() >= 0 && x_taps(p) <= kAccumulators &&
-         x_taps(p) < 16 * s && out_sp * kAccumulators * 4 < (int64_t{1} << 31);
+  // The phases interleave within a vector (s divides the lanes), a tap's shift stays within the vector
+  // before (kernel x < lanes x s), and one channel's taps fit the accumulators. Output planes of a block
+  // are addressed with 32-bit displacements.
+  return p.dilation.back() == 1 && lanes % s == 0 && p.pads_begin.back() >= 0 && x_taps(p) <= accumulators(isa) &&
+         x_taps(p) < lanes * s && out_sp * accumulators(isa) * 4 < (int64_t{1} << 31);
 }
 
 // Output-row tiles of `vectors` input vectors: the ones a row's outputs need, [first, end).
 void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end) {
   const Axis& x = pl.axes[2];
-  const int64_t span = int64_t{16} * col_x_tile_vectors(pl) * x.stride;  // output q per tile
+  const int64_t span = int64_t{pl.lanes} * col_x_tile_vectors(pl) * x.stride;  // output q per tile
   first = x.pad_begin / span;
   end = ceil_div(x.pad_begin + x.out, span);
 }
@@ -58,11 +61,16 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   // halves of one register and interleaved by vpermw through an index in register 31, so a tile holds
   // at most 3 input vectors.
   choose_ic_pairs(pl, h);
-  const int max_vectors = pl.ic_pairs ? kMaxVectors - 1 : kMaxVectors;
+  const int acc_n = accumulators(pl.isa), max_u = pl.ic_pairs ? max_vectors(pl.isa) - 1 : max_vectors(pl.isa);
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
-  const int64_t kx = ax.kernel, row_vectors = ceil_div(ax.in, int64_t{16});
+  const int64_t kx = ax.kernel, row_vectors = ceil_div(ax.in, int64_t{pl.lanes});
   const int64_t oc = p.c_out_per_group();
-  int cb = static_cast<int>(std::min<int64_t>(oc, std::max<int64_t>(1, kAccumulators / kx)));
+  // AVX2 FMAs take no broadcast operand: each weight is a broadcast of its own, which two input vectors
+  // share, so its tile holds two vectors before channels (ov_spec_ex1, 20 -> 10 channels, 3x3 stride 2,
+  // 2 threads: 2 vectors x 2 channels 1.02 ms, 1 x 4 1.28 ms, 1 x 3 1.45 ms).
+  const int64_t vectors_first =
+      pl.isa == Isa::avx2 ? std::clamp<int64_t>(acc_n / kx, 1, std::min<int64_t>(max_u, row_vectors)) : 1;
+  int cb = static_cast<int>(std::min<int64_t>(oc, std::max<int64_t>(1, acc_n / (kx * vectors_first))));
   cb = static_cast<int>(ceil_div(oc, ceil_div(oc, int64_t{cb})));  // balanced blocks
   if (h.oc_vectors) cb = h.oc_vectors;
   // Rows of one vector (16 pixels or fewer) hold one vector per tile, each broadcast weight serving one
@@ -70,30 +78,30 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   // as divide the batch. A choice for the tuner, off by default: it measured mixed (2 threads, ms, off /
   // on with 4 images: cdcgan_mnist_h2_b64 0.437 / 0.400, dcgan32_g4_b64 0.300 / 0.284, but
   // infogan_mnist_up2_b64 0.129 / 0.160, tfdcgan_mnist_l3_b256 0.723 / 0.794).
-  int u = static_cast<int>(std::clamp<int64_t>(kAccumulators / (cb * kx), 1, max_vectors));
+  int u = static_cast<int>(std::clamp<int64_t>(acc_n / (cb * kx), 1, max_u));
   const int64_t image_bytes = std::max(p.src_elements(), p.dst_elements()) / p.batch * pl.elem_bytes();
-  const bool can_block = row_vectors == 1 && p.batch > 1 && image_bytes * max_vectors < (int64_t{1} << 31);
+  const bool can_block = row_vectors == 1 && p.batch > 1 && image_bytes * max_u < (int64_t{1} << 31);
   int images = static_cast<int>(std::min<int64_t>(u, p.batch));
   while (images > 1 && p.batch % images != 0) --images;
   pl.block_over_batch = h.batch_block == 1;
-  check_hint(!pl.block_over_batch || can_block, "col_x: batch_block needs rows of one vector (16 pixels or "
-                                                "fewer) and several images");
+  check_hint(!pl.block_over_batch || can_block, "col_x: batch_block needs rows of one vector (" +
+                                                    std::to_string(pl.lanes) + " pixels or fewer) and several images");
   if (!pl.block_over_batch) u = static_cast<int>(std::min<int64_t>(u, row_vectors));
   else u = images;
   if (h.ur_w) u = h.ur_w;
   check_hint(!pl.block_over_batch || p.batch % u == 0,
              "col_x: with batch_block, ur_w (images per tile) must divide the batch (" + std::to_string(p.batch) + ")");
   int sets = static_cast<int>(std::clamp<int64_t>(ceil_div(int64_t{12}, cb * kx * u), 1, 8));
-  while (sets > 1 && sets * cb * kx * u > kAccumulators) --sets;
+  while (sets > 1 && sets * cb * kx * u > acc_n) --sets;
   if (h.ic_unroll) sets = h.ic_unroll;
   check_hint(cb >= 1 && cb <= oc, "col_x: oc_vectors counts output channels (per group): 1 to " + std::to_string(oc));
-  check_hint(u >= 1 && u <= max_vectors, "col_x: ur_w counts input vectors per tile: 1 to " +
-                                             std::to_string(max_vectors) + (pl.ic_pairs ? " (bf16 pairs)" : ""));
+  check_hint(u >= 1 && u <= max_u, "col_x: ur_w counts input vectors per tile: 1 to " + std::to_string(max_u) +
+                                       (pl.ic_pairs ? " (bf16 pairs)" : ""));
   check_hint(sets >= 1 && sets <= 8, "col_x: ic_unroll counts accumulator sets: 1 to 8");
-  check_hint(sets * cb * kx * u <= kAccumulators,
+  check_hint(sets * cb * kx * u <= acc_n,
              "col_x: " + std::to_string(sets) + " sets (ic_unroll) x " + std::to_string(cb) +
                  " channels (oc_vectors) x " + std::to_string(kx) + " x taps x " + std::to_string(u) +
-                 " vectors (ur_w, at most 4) exceed 28 accumulators");
+                 " vectors (ur_w) exceed " + std::to_string(acc_n) + " accumulators");
   pl.oc_vectors = cb;
   pl.ur_w = u;
   pl.ic_unroll = sets;
@@ -180,7 +188,7 @@ namespace deconvjit::detail {
 // products, holdout s89 ho11: 35.9 -> 2.9 ms, f32; 2 -> 24 per group, 18 products, 1.04x).
 bool col_x_preferred(const Problem& p, Isa isa) {
   const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group();
-  if (ic == 1 && oc == 1) return false;  // (depthwise_x)
+  if (isa != Isa::avx512_core || (ic == 1 && oc == 1)) return false;  // (depthwise_x)
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   const double rows = lane_use(p.in.back(), 16), channels = lane_use(oc, 16);
   const bool empty_lanes = !pairs && oc <= 32 && channels <= 0.8 && rows >= 0.85;

@@ -140,9 +140,10 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
                            (family != Algorithm::dot || family_neutral(h));
   if (h.algorithm == "col_x" || (family != Algorithm::depthwise && family_neutral(h) && col_x_preferred(p, isa))) {
     check_hint(h.layout.empty(), "algorithm col_x reads and writes NCX itself (no layout hint)");
-    check_hint(col_x_applies(p, isa), "algorithm col_x needs AVX-512, NCX data, x dilation 1, an x "
-                                      "stride dividing 16, x pads_begin >= 0, a kernel x below 16 "
-                                      "strides and at most 28, and output planes under 19 million elements");
+    check_hint(col_x_applies(p, isa), "algorithm col_x needs NCX data, x dilation 1, an x stride dividing "
+                                      "the vector lanes (16 AVX-512, 8 AVX2), x pads_begin >= 0, a kernel x "
+                                      "below lanes x stride and at most 28 (AVX2: 12), and output planes "
+                                      "under 19 million elements (AVX2: 44 million)");
     native = Algorithm::col_x;
     return LayoutPath::ncx_native;
   }

@@ -53,11 +53,12 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"ic_unroll", "dot_x"}, "plan_dot_x: accumulator sets (each summing every k-th input channel) up to 12 "
                                "chains, at most 8, within the register file"},
       {{"oc_vectors", "dot_x"}, "plan_dot_x: all output channels (one accumulator set each per vector)"},
-      {{"ur_w", "col_x"}, "plan_col_x: input vectors per tile (up to 4) so that channels x kernel x x vectors "
-                          "fill 28 accumulators"},
-      {{"oc_vectors", "col_x"}, "plan_col_x: output channels per block, as many as 28 accumulators hold with "
-                                "one x tap each, balanced over the blocks"},
-      {{"ic_unroll", "col_x"}, "plan_col_x: accumulator sets up to 12 FMA chains within 28 accumulators"},
+      {{"ur_w", "col_x"}, "plan_col_x: input vectors per tile (up to 4; AVX2 2) so that channels x kernel x x "
+                          "vectors fill 28 accumulators (AVX2: 12, and 2 vectors before channels: each "
+                          "broadcast weight then serves two FMAs)"},
+      {{"oc_vectors", "col_x"}, "plan_col_x: output channels per block, as many as 28 accumulators (AVX2: 12) "
+                                "hold with one x tap each (AVX2: per input vector), balanced over the blocks"},
+      {{"ic_unroll", "col_x"}, "plan_col_x: accumulator sets up to 12 FMA chains within 28 accumulators (AVX2: 12)"},
       {{"batch_block", "col_x"}, "plan_col_x: off (tiles across images measured 0.8-1.09x on one-vector rows)"},
       {{"x_split", "col_x"}, "plan_col_x: parts of at least 32 tiles when rows (of every image and group) give "
                              "fewer than 32 tasks (at most 8)"},

@@ -58,11 +58,12 @@ TEST_P(KernelCases, DotX) {
       .Test();
 }
 
-// col_x: NCX, AVX-512 (groups: test_col_x_groups.cpp); a GEMM along input x with col2im in registers.
-// Strides 1-16, kernels narrower and wider than the stride (up to 27 x taps), pads that cut into the first tile and pads wide enough that
-// the row's first tile is not tile 0, output padding, channel blocks with a tail, 1-4 vectors per tile,
-// accumulator sets with a remainder, rows cut into parts (each starts from the tile before it), 3-D. On
-// AVX2 the hint is refused by name.
+// col_x: NCX (groups: test_col_x_groups.cpp); a GEMM along input x with col2im in registers. Strides 1-16,
+// kernels narrower and wider than the stride (up to 27 x taps), pads that cut into the first tile and
+// pads wide enough that the row's first tile is not tile 0, output padding, channel blocks with a tail,
+// 1-4 vectors per tile, accumulator sets with a remainder, rows cut into parts (each starts from the tile
+// before it), 3-D. AVX2 has 8 lanes and 12 accumulators: its tiles hold at most 2 vectors (hints beyond
+// that are left to the plan), and a stride of 16 or more than 12 x taps is refused by name.
 TEST_P(KernelCases, ColX) {
   struct Case {
     int rank;
@@ -80,7 +81,10 @@ TEST_P(KernelCases, ColX) {
       {2, 5, 15, {3, 37}, {3, 5}, {1, 2}, {0, 2}, {1, 1}, {0, 1}, 4, 0, 0, 0},
       {2, 6, 4, {4, 70}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, 4, 2, 2},
       {3, 6, 2, {2, 3, 20}, {2, 3, 4}, {2, 1, 4}, {0, 1, 0}, {1, 0, 2}, {0, 0, 1}, 0, 3, 0, 0},
+      {1, 10, 3, {61}, {12}, {8}, {5}, {3}, {2}, 0, 0, 0, 2},      // AVX2: a stride of all 8 lanes
+      {2, 20, 10, {9, 43}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 0, 0, 0, 0},  // ov_spec_ex1's shape
   };
+  const bool ymm = isa() != Isa::avx512_core;
   for (const Case& c : cases) {
     SCOPED_TRACE("case C_IN " + std::to_string(c.c_in) + " C_OUT " + std::to_string(c.c_out) + " K " +
                  std::to_string(c.k.back()) + " s " + std::to_string(c.s.back()));
@@ -88,37 +92,44 @@ TEST_P(KernelCases, ColX) {
     h.algorithm = "col_x";
     h.oc_vectors = c.oc, h.ur_w = c.ur, h.ic_unroll = c.sets, h.x_split = c.parts;
     if (dtype() == DType::bf16 && h.ur_w == 4) h.ur_w = 3;  // (bf16 channel pairs hold at most 3 vectors)
+    if (ymm) {
+      h.ur_w = std::min(h.ur_w, 2);
+      const int64_t oc = h.oc_vectors ? h.oc_vectors : std::min<int64_t>(c.c_out, 12 / c.k.back());
+      if (std::max(1, h.ic_unroll) * oc * c.k.back() * std::max(1, h.ur_w) > 12) h.ic_unroll = 0;
+      if (oc * c.k.back() * std::max(1, h.ur_w) > 12) h.oc_vectors = 0, h.ur_w = 0;
+    }
     DeconvTester t = T().rank(c.rank).batch(2).channels(c.c_in, c.c_out).input(c.in).kernel(c.k).stride(c.s)
                          .pads(c.pb, c.pe).output_padding(c.op).hints(h);
-    if (isa() != Isa::avx512_core) {
+    if (ymm && (8 % c.s.back() != 0 || c.k.back() > 12)) {
       try {
         compile(t.descriptor(), t.options());
         ADD_FAILURE() << "col_x accepted on " << to_string(isa());
       } catch (const Error& e) {
         EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << e.what();
-        EXPECT_NE(std::string(e.what()).find("col_x needs AVX-512"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("col_x needs NCX data"), std::string::npos) << e.what();
       }
       continue;
     }
     t.Test();
     EXPECT_EQ(plan_of(t).at("algorithm"), "col_x");
   }
-  if (isa() != Isa::avx512_core) return;
   // Tiles across images (batch_block) for rows of one vector: 2 and 4 images per tile on a ragged 11-pixel
-  // row under pads, and a row of two tiles (the kernel reaches past a 16-pixel row) cut into two parts.
+  // row under pads (AVX2: 7 pixels), and a row of two tiles (the kernel reaches past a 16-pixel row) cut
+  // into two parts.
   for (int images : {2, 4}) {
-    if (images == 4 && dtype() == DType::bf16) continue;  // (bf16 channel pairs hold at most 3 vectors)
+    if (images == 4 && (dtype() == DType::bf16 || ymm)) continue;  // (bf16 pairs: 3 vectors; AVX2: 2)
     TuningHints h;
     h.algorithm = "col_x", h.batch_block = 1, h.ur_w = images, h.oc_vectors = 1;
     SCOPED_TRACE("images per tile " + std::to_string(images));
-    DeconvTester t = T().batch(4).channels(9, 2).input({3, 11}).kernel({3, 5}).stride({2, 2}).pads({1, 1}, {1, 2})
+    DeconvTester t = T().batch(4).channels(9, 2).input({3, ymm ? 7 : 11}).kernel({3, 5}).stride({2, 2}).pads({1, 1}, {1, 2})
                          .hints(h);
     t.Test();
     EXPECT_TRUE(plan_of(t).at("block_over_batch").get<bool>());
   }
   TuningHints two;
   two.algorithm = "col_x", two.batch_block = 1, two.ur_w = 2, two.x_split = 2;
-  T().batch(4).channels(5, 1).input({2, 16}).kernel({2, 13}).stride({1, 1}).pads({0, 2}, {1, 0}).hints(two).Test();
+  T().batch(4).channels(5, 1).input({2, ymm ? 8 : 16}).kernel({2, ymm ? 5 : 13}).stride({1, 1}).pads({0, 2}, {1, 0})
+      .hints(two).Test();
   // An output far wider than the input reaches (output_shape): the tiles past the input share their masks
   // and run as one loop, so the code stays small and every such output is zero.
   {
@@ -129,11 +140,13 @@ TEST_P(KernelCases, ColX) {
     EXPECT_EQ(plan_of(t).at("algorithm"), "col_x");
   }
   // An infinite weight at kernel x 0: output 78 has terms from inputs 38 and 39 only, but the lane of
-  // input 40 (past the row, a zeroed load) would give it 0 * inf = NaN unless that lane's FMA is masked.
+  // input 40 (past the row, a zeroed load) would give it 0 * inf = NaN unless that lane's FMA is masked
+  // (AVX2: unless the lane is cleared after the reduction; 36 inputs leave half of the last vector).
   // And an infinite input, which must reach exactly the outputs it feeds.
   TuningHints h;
   h.algorithm = "col_x";
-  T().rank(1).channels(8, 2).input({40}).kernel({5}).stride({2}).pads({2}, {0}).output_padding({1}).hints(h)
+  T().rank(1).channels(8, 2).input({ymm ? 36 : 40}).kernel({5}).stride({2}).pads({2}, {0}).output_padding({1})
+      .hints(h)
       .edit([](verify::TypedOperands& o) { o.weights.set(0, std::numeric_limits<double>::infinity()); })
       .Test();
   T().rank(1).channels(8, 2).input({40}).kernel({5}).stride({2}).pads({2}, {2}).hints(h)
