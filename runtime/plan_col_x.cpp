@@ -26,6 +26,18 @@ int max_vectors(Isa isa) { return isa == Isa::avx512_core ? 4 : 2; }
 
 int64_t x_taps(const Problem& p) { return p.kernel.back(); }
 
+// Output channels per block by default, balanced over the blocks. AVX2 FMAs take no broadcast operand:
+// each weight is a broadcast of its own, which two input vectors share, so its tile holds two vectors
+// before channels (ov_spec_ex1, 20 -> 10 channels, 3x3 stride 2, 2 threads: 2 vectors x 2 channels 1.02
+// ms, 1 x 4 1.28 ms, 1 x 3 1.45 ms).
+int64_t default_channels(int64_t oc, int64_t kx, int64_t row_vectors, Isa isa, int max_u) {
+  const int acc_n = accumulators(isa);
+  const int64_t vectors_first =
+      isa == Isa::avx2 ? std::clamp<int64_t>(acc_n / kx, 1, std::min<int64_t>(max_u, row_vectors)) : 1;
+  const int64_t cb = std::min<int64_t>(oc, std::max<int64_t>(1, acc_n / (kx * vectors_first)));
+  return ceil_div(oc, ceil_div(oc, cb));
+}
+
 }  // namespace
 
 bool col_x_applies(const Problem& p, Isa isa) {
@@ -65,13 +77,7 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const Axis &az = pl.axes[0], &ay = pl.axes[1], &ax = pl.axes[2];
   const int64_t kx = ax.kernel, row_vectors = ceil_div(ax.in, int64_t{pl.lanes});
   const int64_t oc = p.c_out_per_group();
-  // AVX2 FMAs take no broadcast operand: each weight is a broadcast of its own, which two input vectors
-  // share, so its tile holds two vectors before channels (ov_spec_ex1, 20 -> 10 channels, 3x3 stride 2,
-  // 2 threads: 2 vectors x 2 channels 1.02 ms, 1 x 4 1.28 ms, 1 x 3 1.45 ms).
-  const int64_t vectors_first =
-      pl.isa == Isa::avx2 ? std::clamp<int64_t>(acc_n / kx, 1, std::min<int64_t>(max_u, row_vectors)) : 1;
-  int cb = static_cast<int>(std::min<int64_t>(oc, std::max<int64_t>(1, acc_n / (kx * vectors_first))));
-  cb = static_cast<int>(ceil_div(oc, ceil_div(oc, int64_t{cb})));  // balanced blocks
+  int cb = static_cast<int>(default_channels(oc, kx, row_vectors, pl.isa, max_u));
   if (h.oc_vectors) cb = h.oc_vectors;
   // Rows of one vector (16 pixels or fewer) hold one vector per tile, each broadcast weight serving one
   // FMA. batch_block makes the tile that row of several images instead (same taps, same masks), as many
@@ -186,24 +192,51 @@ namespace deconvjit::detail {
 // 1.09x, f16 1.34x), and the 8-channel minimum is for the phase interleave, which stride 1 does not have,
 // where z and y taps lengthen the reduction to 8+ products per x tap (4 groups of 3 -> 1 in 3-D, 27
 // products, holdout s89 ho11: 35.9 -> 2.9 ms, f32; 2 -> 24 per group, 18 products, 1.04x).
+namespace {
+
+// AVX2 (no gemm_x there), against the default on NCX data, f32, 2 threads, on every suite and holdout
+// layer col_x applies to (444; docs/data/col_x_avx2_sweep_zen4_2t.jsonl): where the output channels leave
+// a tenth or more of the row families' 8-lane vectors empty (at most 40 channels) and the input rows fill
+// 85%+ of col_x's, with kernels of at most 6 x taps (two vectors per tile share each broadcast; fsrcnn_x2,
+// 9 taps, 0.64x), it won 1.02-2.1x (ov_spec_ex1 2.1x, espnet_classifier 1.77x, tfdcgan_mnist_l3_b256
+// 1.75x, 1-3 channels against the dot family 1.06-1.77x) except where a row's many channel blocks each
+// read many input channels again (holdout s89 ho06, 768 -> 19 channels in 4 blocks, 0.54x; 4-12 blocks
+// over 64-512 channels 0.68-0.89x): more than 2 blocks only up to 48 input channels per group. The 53
+// layers that rule takes: 1.45x geomean, none below 1.0 (the base rule, drawn from the realworld and
+// corpus rows, took 70 at 1.30x with 9 below; the block limit was then read off all 444). Timed again
+// against their old plans by hint (docs/data/col_x_avx2_rule_types_zen4_2t.jsonl, 51 of them): f32 1.44x
+// (1.00-8.4), f16 1.40x (4 below 1.0, dbnet_head_up2 0.76x), bf16 1.35x (9 at 0.84-0.96: widening bf16
+// by shifts weighs on col_x's loads as on the row families' broadcasts), so all three types take it.
+bool col_x_preferred_avx2(const Problem& p) {
+  const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group(), kx = x_taps(p);
+  const int64_t row_vectors = ceil_div(p.in.back(), int64_t{8});
+  const int64_t blocks = ceil_div(oc, default_channels(oc, kx, row_vectors, Isa::avx2, max_vectors(Isa::avx2)));
+  return lane_use(p.in.back(), 8) >= 0.85 && kx <= 6 && lane_use(oc, 8) <= 0.9 && oc <= 40 &&
+         (blocks <= 2 || ic <= 48);
+}
+
+}  // namespace
+
 bool col_x_preferred(const Problem& p, Isa isa) {
   const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group();
-  if (isa != Isa::avx512_core || (ic == 1 && oc == 1)) return false;  // (depthwise_x)
-  const bool pairs = avx512_bf16_usable(p.dtype, isa);
-  const double rows = lane_use(p.in.back(), 16), channels = lane_use(oc, 16);
-  const bool empty_lanes = !pairs && oc <= 32 && channels <= 0.8 && rows >= 0.85;
+  if (ic == 1 && oc == 1) return false;  // (depthwise_x)
   // Products per output and x tap: the channels times the z and y taps that reach it.
   int64_t reduction = ic;
   for (int i = 0; i + 1 < p.spatial_rank; ++i) reduction = reduction * p.kernel[i] / p.stride[i];
   const bool short_reduction = ic < 8 && (p.stride.back() > 1 || reduction < 8);
-  if (short_reduction || (oc > 16 && !empty_lanes) || rows < 0.5) return false;
+  if (short_reduction || !col_x_applies(p, isa)) return false;
+  if (isa == Isa::avx2) return col_x_preferred_avx2(p);
+  const bool pairs = avx512_bf16_usable(p.dtype, isa);
+  const double rows = lane_use(p.in.back(), 16), channels = lane_use(oc, 16);
+  const bool empty_lanes = !pairs && oc <= 32 && channels <= 0.8 && rows >= 0.85;
+  if ((oc > 16 && !empty_lanes) || rows < 0.5) return false;
   if (channels >= 0.75 && rows < 0.85 && rows <= channels) return false;  // (see above)
   // gemm_x takes K == s, but where it runs long rows in x chunks whose source passes a quarter of L2 col_x
   // keeps the layers it prefers: its software prefetch serves the many input planes such a row streams,
   // which gemm_x lacks (holdout s97 ho02, 192 -> 8 channels per group over rows of 17808: gemm_x against
   // col_x 0.71-0.72x in f32, 0.84-0.88x bf16, 0.97x f16). With 16-48 input channels gemm_x won 13 of 16
   // rows (0.70-1.35x; docs/data/gemm_x_chunks_zen4_2t.jsonl).
-  if (!col_x_applies(p, isa) || (gemm_x_applies(p, isa) && !gemm_x_streams_long_rows(p))) return false;
+  if (gemm_x_applies(p, isa) && !gemm_x_streams_long_rows(p)) return false;
   return !pairs || oc <= kDotMaxOc || channels <= 0.75;
 }
 

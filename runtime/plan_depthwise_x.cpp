@@ -90,8 +90,8 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
 // (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
 // preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
-// On AVX2 (no col_x there) the dot family's copy of the source repays from 24 products per source element
-// with at most 3 output channels (its block then holds 4-12 pixels; with 4 it holds 2). AVX2, NCX, 2
+// On AVX2 (where col_x_preferred does not take the layer) the dot family's copy of the source repays from
+// 24 products per source element with at most 3 output channels (its block then holds 4-12 pixels; with 4 it holds 2). AVX2, NCX, 2
 // threads, dot_x against dot, docs/data/dot_x_avx2_zen4_2t.txt: f32 sweep of every suite and holdout layer
 // dot_x took: from 24 products dot won on all 10 (1.00-1.42x); below, dot_x won 6 (1-D layers of 2-16
 // products: dprnn_decoder 5.2x, convtasnet_decoder 1.8x; a 1x1 layer 1.4x; 2 input channels 8x) and lost 3

@@ -34,7 +34,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "(any number at x stride 1), over rows filling half a vector or more, where gemm_x does not apply "
        "(or runs rows of more than 64 vectors in chunks whose source passes a quarter of L2) "
        "(col_x_preferred; with bf16 channel pairs only for at most 4 output channels or channels filling at "
-       "most 3/4 of a vector). The defaults "
+       "most 3/4 of a vector); col_x on AVX2 where the output channels (at most 40) leave a tenth of 8-lane "
+       "vectors empty, rows fill 85%+ of theirs, with at most 6 x taps, and more than 2 channel blocks only "
+       "up to 48 input channels (col_x_preferred_avx2). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "

@@ -1,4 +1,4 @@
-// The col_x family (NCX, AVX-512, vectors along input x) on grouped layers, and the rule that takes it there
+// The col_x family (NCX, vectors along input x) on grouped layers, and the rule that takes it there
 // by default. Each case must match the double-precision reference in f32, bf16 (channel pairs where the
 // CPU has avx512_bf16) and f16.
 #include <gtest/gtest.h>
@@ -79,9 +79,45 @@ TEST_P(ColXGroups, NotWhereOtherFamiliesWin) {
   EXPECT_NE(family(T(2, 1, 2, 2, {20, 64}).kernel({3, 3}).pads({1, 1}, {1, 1})), detail::Algorithm::col_x);
 }
 
+// AVX2's col_x on grouped layers, asked for by hint (its 8 lanes and 12 accumulators: kernels of at most
+// 12 x taps, 2 vectors per tile, rows of one vector at 8 pixels or fewer): 3-D stride 1, 2-D stride 2,
+// 1-D stride 8, a channel tail with rows cut into parts, and tiles across the images.
+class ColXGroupsAvx2 : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!isa_available(Isa::avx2)) GTEST_SKIP() << "AVX2 is not available";
+    if (auto why = testing::unsupported_types(Isa::avx2, GetParam())) GTEST_SKIP() << "compile: " << *why;
+  }
+  DeconvTester T(int rank, int64_t groups, int64_t c_in, int64_t c_out, V in) const {
+    return DeconvTester().isa(Isa::avx2).dtype(GetParam()).layout(DataFormat::NCX).rank(rank)
+        .groups(groups).channels(c_in, c_out).input(std::move(in));
+  }
+  testing::NoDiskCache no_disk_cache_;
+};
+
+TEST_P(ColXGroupsAvx2, MatchReference) {
+  TuningHints cx;
+  cx.algorithm = "col_x";
+  TuningHints tail = cx;
+  tail.oc_vectors = 2, tail.x_split = 2;
+  TuningHints images = cx;
+  images.batch_block = 1, images.ur_w = 2;
+  const std::vector<testing::FamilyCase> cases = {
+      {T(3, 4, 12, 4, {5, 6, 40}).batch(2).kernel({3, 3, 3}).pads({1, 1, 1}, {1, 1, 1}), cx, false},
+      {T(2, 8, 192, 24, {9, 16}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}), cx, false},
+      {T(1, 8, 96, 24, {300}).batch(2).kernel({12}).stride({8}).pads({2}, {4}), cx, false},
+      {T(2, 2, 10, 14, {3, 70}).kernel({3, 5}).stride({1, 2}).pads({1, 2}, {0, 1}), tail, false},
+      {T(2, 3, 27, 6, {4, 7}).batch(4).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}), images, false},
+  };
+  testing::expect_family_cases(cases, detail::Algorithm::col_x, [](const DeconvTester& t, const TuningHints& h) {
+    return detail::make_plan(resolve(t.descriptor()), Isa::avx2, h, false);
+  });
+}
+
 std::string type_name(const ::testing::TestParamInfo<DType>& info) { return to_string(info.param); }
 
 INSTANTIATE_TEST_SUITE_P(Types, ColXGroups, ::testing::Values(DType::f32, DType::bf16, DType::f16), type_name);
+INSTANTIATE_TEST_SUITE_P(Types, ColXGroupsAvx2, ::testing::Values(DType::f32, DType::bf16, DType::f16), type_name);
 
 }  // namespace
 }  // namespace deconvjit

@@ -231,7 +231,7 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   };
   EXPECT_EQ(ncx(1, 9).algorithm, detail::Algorithm::dot);  // 81 products, fused
   EXPECT_EQ(ncx(1, 9).fused_x_taps, 5);
-  EXPECT_EQ(ncx(1, 4).algorithm, detail::Algorithm::dot_x);  // 16
+  EXPECT_EQ(ncx(1, 4).algorithm, detail::Algorithm::col_x);  // 16, 4 x taps: col_x (col_x_preferred)
   EXPECT_EQ(ncx(3, 4).algorithm, detail::Algorithm::dot);    // 48, not fused (3 channels)
   EXPECT_EQ(ncx(3, 4).fused_x_taps, 0);
   EXPECT_EQ(ncx(4, 4).algorithm, detail::Algorithm::dot_x);  // 4 channels: a dot block of 2 pixels

@@ -49,8 +49,8 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
       }
 }
 
-// The NCX defaults that change a layer's family: the dot family's wide rows go to col_x on AVX-512 and to
-// dot_x on AVX2, a 1->1 layer without groups to depthwise_x. Each keeps its NXC family when a hint asks
+// The NCX defaults that change a layer's family: the dot family's wide rows go to col_x (on AVX2 too where
+// its kernel has at most 6 x taps), a 1->1 layer without groups to depthwise_x. Each keeps its NXC family when a hint asks
 // for something only that family does (x_halo), and dot_x and col_x are refused on NXC data by name.
 TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   const DeconvTester dot = DeconvTester().channels(16, 1).input({4, 40}).kernel({4, 4}).stride({2, 2})
@@ -62,7 +62,7 @@ TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   TuningHints serial;
   serial.parallel = 0;
   for (Isa isa : kIsas) {
-    const Algorithm native = isa == Isa::avx512_core ? Algorithm::col_x : Algorithm::dot_x;
+    const Algorithm native = Algorithm::col_x;
     EXPECT_EQ(plan_for(dot, isa).algorithm, native) << to_string(isa);
     EXPECT_EQ(plan_for(dot, isa, serial).algorithm, native) << to_string(isa);
     EXPECT_EQ(plan_for(dot, isa, halo).algorithm, Algorithm::dot) << to_string(isa);
@@ -102,7 +102,24 @@ TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
   EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);
   EXPECT_NE(alg(DeconvTester(base).channels(20, 10).layout(DataFormat::NXC)), Algorithm::col_x);
   EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).kernel({2, 2}).pads({0, 0}, {0, 0})), Algorithm::gemm_x);
-  EXPECT_EQ(plan_for(DeconvTester(base).channels(20, 10), Isa::avx2).algorithm, Algorithm::direct);
+}
+
+// AVX2 (col_x_preferred_avx2): output channels leaving a tenth of the row families' 8-lane vectors empty
+// (at most 40), input rows filling 85%+ of col_x's vectors, at most 6 x taps, and more than 2 channel blocks
+// only up to 48 input channels.
+TEST(PlanRoutes, ColXOnAvx2WhereChannelsLeaveLanesEmpty) {
+  auto alg = [](const DeconvTester& t) { return plan_for(t, Isa::avx2).algorithm; };
+  const DeconvTester base = DeconvTester().input({6, 64}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
+  EXPECT_EQ(alg(DeconvTester(base).channels(20, 10)), Algorithm::col_x);  // 5 blocks of 2 over 20 channels
+  EXPECT_NE(alg(DeconvTester(base).channels(64, 10)), Algorithm::col_x);  // ... over 64
+  EXPECT_EQ(alg(DeconvTester(base).channels(64, 3)), Algorithm::col_x);   // 2 blocks
+  EXPECT_EQ(alg(DeconvTester(base).channels(20, 33)), Algorithm::col_x);  // 83% of 5 vectors
+  EXPECT_NE(alg(DeconvTester(base).channels(20, 16)), Algorithm::col_x);  // full vectors
+  EXPECT_NE(alg(DeconvTester(base).channels(20, 41)), Algorithm::col_x);
+  EXPECT_NE(alg(DeconvTester(base).channels(20, 10).input({6, 12})), Algorithm::col_x);  // rows 75% full
+  EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).input({6, 60})), Algorithm::col_x);  // 94%
+  EXPECT_NE(alg(DeconvTester(base).channels(20, 10).kernel({7, 7}).pads({3, 3}, {3, 3})), Algorithm::col_x);
+  EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);  // (4 products per x tap)
 }
 
 // NCX layers blocked over images take whole-tensor copies, whose transposes write planes whole, instead of
