@@ -18,22 +18,38 @@ namespace {
 using testing::DeconvTester;
 using V = std::vector<int64_t>;
 
-// The plan of AVX-512 itself, on any CPU (not the AVX2 code some CPUs choose under an AVX-512 cap).
-detail::Plan plan_of(const DeconvTester& t, const TuningHints& h = {}) {
-  return detail::make_plan(resolve(t.descriptor()), Isa::avx512_core, h, false);
+// The plan of `isa` itself, on any CPU (not the AVX2 code some CPUs choose under an AVX-512 cap).
+detail::Plan plan_on(Isa isa, const DeconvTester& t, const TuningHints& h = {}) {
+  return detail::make_plan(resolve(t.descriptor()), isa, h, false);
 }
+detail::Plan plan_of(const DeconvTester& t, const TuningHints& h = {}) { return plan_on(Isa::avx512_core, t, h); }
 
-class ColXGroups : public ::testing::TestWithParam<DType> {
+// The grouped layers on one ISA, in each data type.
+template <Isa kIsa>
+class ColXGroupsOn : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (!isa_available(Isa::avx512_core)) GTEST_SKIP() << "AVX-512 is not available (col_x needs it)";
-    if (auto why = testing::unsupported_types(Isa::avx512_core, GetParam())) GTEST_SKIP() << "compile: " << *why;
+    if (!isa_available(kIsa)) GTEST_SKIP() << to_string(kIsa) << " is not available";
+    if (auto why = testing::unsupported_types(kIsa, GetParam())) GTEST_SKIP() << "compile: " << *why;
   }
   DeconvTester T(int rank, int64_t groups, int64_t c_in, int64_t c_out, V in) const {
-    return DeconvTester().isa(Isa::avx512_core).dtype(GetParam()).layout(DataFormat::NCX).rank(rank)
+    return DeconvTester().isa(kIsa).dtype(GetParam()).layout(DataFormat::NCX).rank(rank)
         .groups(groups).channels(c_in, c_out).input(std::move(in));
   }
   testing::NoDiskCache no_disk_cache_;
+};
+using ColXGroups = ColXGroupsOn<Isa::avx512_core>;
+using ColXGroupsAvx2 = ColXGroupsOn<Isa::avx2>;
+
+// The hints of the cases asked for: col_x; with `channels` per block and rows in two parts; across images.
+struct AskedFor {
+  TuningHints cx, tail, images;
+  explicit AskedFor(int channels) {
+    cx.algorithm = "col_x";
+    tail = cx, images = cx;
+    tail.oc_vectors = channels, tail.x_split = 2;
+    images.batch_block = 1, images.ur_w = 2;
+  }
 };
 
 // Each group's source planes, weights and output planes lie a group further on: a wrong offset of any of
@@ -42,12 +58,8 @@ class ColXGroups : public ::testing::TestWithParam<DType> {
 // for: an odd channel count per group (half a bf16 pair) with a channel tail and rows cut into parts, and
 // tiles across the images of rows of one vector.
 TEST_P(ColXGroups, MatchReference) {
-  TuningHints cx;
-  cx.algorithm = "col_x";
-  TuningHints tail = cx;
-  tail.oc_vectors = 3, tail.x_split = 2;
-  TuningHints images = cx;
-  images.batch_block = 1, images.ur_w = 2;
+  const AskedFor h(3);
+  const TuningHints &tail = h.tail, &images = h.images;
   const std::vector<testing::FamilyCase> cases = {
       {T(3, 4, 12, 4, {5, 6, 40}).batch(2).kernel({3, 3, 3}).pads({1, 1, 1}, {1, 1, 1}), {}, true},
       {T(2, 8, 192, 24, {9, 16}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}), {}, true},
@@ -82,26 +94,9 @@ TEST_P(ColXGroups, NotWhereOtherFamiliesWin) {
 // AVX2's col_x on grouped layers, asked for by hint (its 8 lanes and 12 accumulators: kernels of at most
 // 12 x taps, 2 vectors per tile, rows of one vector at 8 pixels or fewer): 3-D stride 1, 2-D stride 2,
 // 1-D stride 8, a channel tail with rows cut into parts, and tiles across the images.
-class ColXGroupsAvx2 : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    if (!isa_available(Isa::avx2)) GTEST_SKIP() << "AVX2 is not available";
-    if (auto why = testing::unsupported_types(Isa::avx2, GetParam())) GTEST_SKIP() << "compile: " << *why;
-  }
-  DeconvTester T(int rank, int64_t groups, int64_t c_in, int64_t c_out, V in) const {
-    return DeconvTester().isa(Isa::avx2).dtype(GetParam()).layout(DataFormat::NCX).rank(rank)
-        .groups(groups).channels(c_in, c_out).input(std::move(in));
-  }
-  testing::NoDiskCache no_disk_cache_;
-};
-
 TEST_P(ColXGroupsAvx2, MatchReference) {
-  TuningHints cx;
-  cx.algorithm = "col_x";
-  TuningHints tail = cx;
-  tail.oc_vectors = 2, tail.x_split = 2;
-  TuningHints images = cx;
-  images.batch_block = 1, images.ur_w = 2;
+  const AskedFor h(2);
+  const TuningHints &cx = h.cx, &tail = h.tail, &images = h.images;
   const std::vector<testing::FamilyCase> cases = {
       {T(3, 4, 12, 4, {5, 6, 40}).batch(2).kernel({3, 3, 3}).pads({1, 1, 1}, {1, 1, 1}), cx, false},
       {T(2, 8, 192, 24, {9, 16}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}), cx, false},
@@ -109,9 +104,8 @@ TEST_P(ColXGroupsAvx2, MatchReference) {
       {T(2, 2, 10, 14, {3, 70}).kernel({3, 5}).stride({1, 2}).pads({1, 2}, {0, 1}), tail, false},
       {T(2, 3, 27, 6, {4, 7}).batch(4).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1}), images, false},
   };
-  testing::expect_family_cases(cases, detail::Algorithm::col_x, [](const DeconvTester& t, const TuningHints& h) {
-    return detail::make_plan(resolve(t.descriptor()), Isa::avx2, h, false);
-  });
+  testing::expect_family_cases(cases, detail::Algorithm::col_x,
+                               [](const DeconvTester& t, const TuningHints& h) { return plan_on(Isa::avx2, t, h); });
 }
 
 std::string type_name(const ::testing::TestParamInfo<DType>& info) { return to_string(info.param); }
