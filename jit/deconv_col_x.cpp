@@ -1,6 +1,6 @@
 // The col_x family (see runtime/plan_col_x.cpp): one call computes, for `nblocks` blocks of output
-// channels, one part of one output row. A tile is ur_w input vectors (16 input pixels each, lanes along
-// x) x the block's channels x every kernel x: the reduction walks the input channels (ic_unroll sets of
+// channels, one part of one output row. A tile is ur_w input vectors (16 input pixels each, AVX2 8, lanes
+// along x) x the block's channels x every kernel x: the reduction walks the input channels (ic_unroll sets of
 // accumulators, each summing every k-th channel) and inside each the valid z and y taps, one vector load
 // and one broadcast FMA per (channel, kernel x) and vector. Then per output vector: for every kernel x a
 // masked vpermi2ps picks its phase's lanes, shifted by the tap's lane offset, out of this vector's
@@ -326,7 +326,8 @@ void ColXGenerator::emit_reduction(int64_t t) {
 
 // The valid z and y taps of one input channel: per tap, the tile's input vectors (masked at the row's
 // end, where the FMA is masked too: a zeroed input times an infinite weight would be a NaN in a lane
-// that has no term), then one broadcast FMA per (channel, kernel x) and vector.
+// that has no term; AVX2 clears such lanes after the reduction), then one broadcast FMA per (channel,
+// kernel x) and vector.
 void ColXGenerator::emit_taps(int64_t t, int set, bool single) {
   const detail::BlockKind& bk = cb_ == pl_.main.vectors ? pl_.main : pl_.last;
   const int64_t* sstep = pl_.src_tap_step.data();
@@ -354,7 +355,8 @@ void ColXGenerator::emit_taps(int64_t t, int set, bool single) {
 }
 
 // One (z, y) tap of one channel (or pair): the tile's input vectors at `src` (masked at the row's end, where
-// the FMA is masked too), then one broadcast FMA per (output channel, kernel x) and vector from `wei`.
+// the FMA is masked too on AVX-512), then one broadcast FMA per (output channel, kernel x) and vector from
+// `wei`.
 void ColXGenerator::emit_tap(int64_t t, int set, bool single, const Reg64& src, const Reg64& wei) {
   // Hundreds of channel rows, a short piece of each per tile: more streams than the hardware
   // prefetchers follow, so each row's piece is asked for two tiles ahead. (One tile ahead left

@@ -31,7 +31,7 @@ namespace deconvjit::detail {
 // col:         few input pixels and large weights: one GEMM over all input pixels at once (an inner
 //              1x1 kernel with taps x C_OUT output channels, so each weight serves every pixel), then
 //              generated code sums each output's taps' products (col2im, jit/col_sum.cpp).
-// col_x:       few output channels x kernel x on NCX data (AVX-512): a GEMM along input x per output
+// col_x:       few output channels x kernel x on NCX data (AVX-512, AVX2): a GEMM along input x per output
 //              row, each (output channel, kernel x) an accumulator, and col2im in registers (the taps'
 //              sums shifted and the x phases interleaved before the store); no layout copies.
 enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col, dot_x, col_x };

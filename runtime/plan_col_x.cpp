@@ -79,7 +79,7 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t oc = p.c_out_per_group();
   int cb = static_cast<int>(default_channels(oc, kx, row_vectors, pl.isa, max_u));
   if (h.oc_vectors) cb = h.oc_vectors;
-  // Rows of one vector (16 pixels or fewer) hold one vector per tile, each broadcast weight serving one
+  // Rows of one vector (16 pixels or fewer; AVX2 8) hold one vector per tile, each broadcast weight serving one
   // FMA. batch_block makes the tile that row of several images instead (same taps, same masks), as many
   // as divide the batch. A choice for the tuner, off by default: it measured mixed (2 threads, ms, off /
   // on with 4 images: cdcgan_mnist_h2_b64 0.437 / 0.400, dcgan32_g4_b64 0.300 / 0.284, but
