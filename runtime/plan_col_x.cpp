@@ -207,12 +207,19 @@ namespace {
 // against their old plans by hint (docs/data/col_x_avx2_rule_types_zen4_2t.jsonl, 51 of them): f32 1.44x
 // (1.00-8.4), f16 1.40x (4 below 1.0, dbnet_head_up2 0.76x), bf16 1.35x (9 at 0.84-0.96: widening bf16
 // by shifts weighs on col_x's loads as on the row families' broadcasts), so all three types take it.
+// Exactly 8 channels fill the row families' one vector, but that tile spends a broadcast on every FMA, where
+// col_x's two vectors share each: over rows of 2+ vectors with at most 4 x taps, whatever the blocks (holdout
+// s97 ho02, 192 -> 8 per group over rows of 17808, 2.77x; s71 ho27 1.71x, s89 ho45 1.30x, ho37 1.01x; with
+// 5-6 taps or rows of one vector 0.78-0.91x). Read off those six holdout layers only; the four it takes,
+// against their old plans by hint: f32 1.01-2.56x, f16 1.67-4.13x, bf16 1.04-2.99x
+// (docs/data/col_x_avx2_one_vector_ab_zen4_2t.txt).
 bool col_x_preferred_avx2(const Problem& p) {
   const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group(), kx = x_taps(p);
   const int64_t row_vectors = ceil_div(p.in.back(), int64_t{8});
   const int64_t blocks = ceil_div(oc, default_channels(oc, kx, row_vectors, Isa::avx2, max_vectors(Isa::avx2)));
-  return lane_use(p.in.back(), 8) >= 0.85 && kx <= 6 && lane_use(oc, 8) <= 0.9 && oc <= 40 &&
-         (blocks <= 2 || ic <= 48);
+  const bool empty_lanes = kx <= 6 && lane_use(oc, 8) <= 0.9 && oc <= 40 && (blocks <= 2 || ic <= 48);
+  const bool one_vector = oc == 8 && row_vectors >= 2 && kx <= 4;
+  return lane_use(p.in.back(), 8) >= 0.85 && (empty_lanes || one_vector);
 }
 
 }  // namespace

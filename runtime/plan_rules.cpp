@@ -36,7 +36,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "(col_x_preferred; with bf16 channel pairs only for at most 4 output channels or channels filling at "
        "most 3/4 of a vector); col_x on AVX2 where the output channels (at most 40) leave a tenth of 8-lane "
        "vectors empty, rows fill 85%+ of theirs, with at most 6 x taps, and more than 2 channel blocks only "
-       "up to 48 input channels (col_x_preferred_avx2). The defaults "
+       "up to 48 input channels, or exactly 8 channels over rows of 2+ vectors with at most 4 x taps "
+       "(col_x_preferred_avx2). The defaults "
        "that change a layer's family on NCX take only hints every family honours (family_neutral)"},
       {{"layout", ""},
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "

@@ -106,7 +106,7 @@ TEST(PlanRoutes, ColXForFewOutputChannelsOnNcx) {
 
 // AVX2 (col_x_preferred_avx2): output channels leaving a tenth of the row families' 8-lane vectors empty
 // (at most 40), input rows filling 85%+ of col_x's vectors, at most 6 x taps, and more than 2 channel blocks
-// only up to 48 input channels.
+// only up to 48 input channels; or exactly 8 channels over rows of 2+ vectors with at most 4 x taps.
 TEST(PlanRoutes, ColXOnAvx2WhereChannelsLeaveLanesEmpty) {
   auto alg = [](const DeconvTester& t) { return plan_for(t, Isa::avx2).algorithm; };
   const DeconvTester base = DeconvTester().input({6, 64}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
@@ -115,6 +115,9 @@ TEST(PlanRoutes, ColXOnAvx2WhereChannelsLeaveLanesEmpty) {
   EXPECT_EQ(alg(DeconvTester(base).channels(64, 3)), Algorithm::col_x);   // 2 blocks
   EXPECT_EQ(alg(DeconvTester(base).channels(20, 33)), Algorithm::col_x);  // 83% of 5 vectors
   EXPECT_NE(alg(DeconvTester(base).channels(20, 16)), Algorithm::col_x);  // full vectors
+  EXPECT_EQ(alg(DeconvTester(base).channels(64, 8)), Algorithm::col_x);   // one: a broadcast per FMA there
+  EXPECT_NE(alg(DeconvTester(base).channels(64, 8).kernel({5, 5}).pads({2, 2}, {2, 2})), Algorithm::col_x);
+  EXPECT_NE(alg(DeconvTester(base).channels(64, 8).input({6, 8})), Algorithm::col_x);  // rows of one vector
   EXPECT_NE(alg(DeconvTester(base).channels(20, 41)), Algorithm::col_x);
   EXPECT_NE(alg(DeconvTester(base).channels(20, 10).input({6, 12})), Algorithm::col_x);  // rows 75% full
   EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).input({6, 60})), Algorithm::col_x);  // 94%
