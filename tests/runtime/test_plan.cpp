@@ -20,6 +20,7 @@ namespace {
 
 using testing::DeconvTester;
 using testing::random_descriptor;
+using V = std::vector<int64_t>;
 
 
 std::string join_x(const std::vector<int64_t>& v) {
@@ -94,8 +95,9 @@ void expect_fits_registers(const Plan& pl) {
   if (pl.algorithm == Algorithm::col_x) {
     // Accumulator sets x ur_w input vectors x oc_vectors channels x kernel x in registers 0-27, the input
     // vectors (at most 4) above them; the channel blocks cover C_OUT exactly.
-    EXPECT_LE(pl.ic_unroll * pl.ur_w * pl.oc_vectors * pl.axes[2].kernel, 28) << pl.to_json();
-    EXPECT_LE(pl.ur_w, 4) << pl.to_json();
+    // (AVX2: registers 0-11 and at most 2 vectors)
+    EXPECT_LE(pl.ic_unroll * pl.ur_w * pl.oc_vectors * pl.axes[2].kernel, regs == 32 ? 28 : 12) << pl.to_json();
+    EXPECT_LE(pl.ur_w, regs == 32 ? 4 : 2) << pl.to_json();
     EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.dst_channels) << pl.to_json();
     return;
   }
@@ -243,6 +245,31 @@ TEST(PlanHeuristic, FewInputChannelsInBf16PairsTakeTheDirectFamily) {
 
 // AVX2 tiles: pairs of channel vectors, but blocks of three where the channel vectors are an odd multiple of
 // 3 (24 and 72 channels), which pairs would leave a one-vector tail block; AVX-512 keeps its own rule.
+// depthwise_x over outputs of 12 MB or more: calls of the fewest whole register blocks that write 512
+// elements of output rows (fewer write streams), where the default gave a call 8+ channels; smaller
+// outputs, and calls of fewer channels, keep theirs.
+TEST(PlanHeuristic, DepthwiseXCallsFewChannelsOverBigOutputs) {
+  auto dw = [](int64_t n, int64_t c, V in, DType t = DType::f32) {
+    return DeconvTester().dtype(t).layout(DataFormat::NCX).batch(n).groups(c).channels(c, c).input(std::move(in))
+        .kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
+  };
+  auto expected = [](int64_t row, int cb) { return (512 / row + 1 + cb - 1) / cb * cb; };  // (512 % row != 0)
+  for (Isa isa : {Isa::avx512_core, Isa::avx2}) {
+    SCOPED_TRACE(to_string(isa));
+    const Plan big = plan_for(dw(16, 64, {108, 108}), isa);  // 189 MB over rows of 215: 3 channels
+    ASSERT_EQ(big.algorithm, Algorithm::depthwise_x);
+    EXPECT_EQ(big.channels_per_call, expected(215, big.oc_vectors));
+    const Plan half = plan_for(dw(16, 64, {108, 108}, DType::f16), isa);  // 95 MB: still 3
+    EXPECT_EQ(half.channels_per_call, expected(215, half.oc_vectors));
+    const Plan small = plan_for(dw(1, 64, {60, 60}), isa);  // 3.7 MB over rows of 120
+    ASSERT_EQ(small.algorithm, Algorithm::depthwise_x);
+    EXPECT_GT(small.channels_per_call, expected(120, small.oc_vectors));
+    TuningHints all;
+    all.channels_per_call = 64;
+    EXPECT_EQ(plan_for(dw(16, 64, {108, 108}), isa, all).channels_per_call, 64);
+  }
+}
+
 TEST(PlanHeuristic, Avx2TakesThreeVectorsForOddMultiplesOfThree) {
   auto layer = [](int64_t c_out) {
     return DeconvTester().layout(DataFormat::NXC).channels(32, c_out).input({6, 40}).kernel({3, 3})
