@@ -123,7 +123,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                         "thread"},
       {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer)"},
       {{"channels_per_call", "depthwise_x"}, "plan_depthwise_x: channel chunks so that rows x chunks give about "
-                                             "256 tasks"},
+                                             "256 tasks; over outputs of 12 MB+ where that leaves 8+ channels "
+                                             "per call, the fewest whole register blocks that write 512 "
+                                             "elements (streaming_channels)"},
       {{"rows_per_block", "gemm_x"}, "plan_gemm_x: rows of one vector are stacked up to 3 per block"},
       {{"flat_plane", "gemm_x"}, "plan_gemm_x: narrow rows (one vector, not a multiple of it) of planes up to "
                                  "48 vectors run as one sequence across rows"},
