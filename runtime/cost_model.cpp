@@ -123,7 +123,8 @@ Estimate depthwise_x_family(const Plan& pl) {
 Estimate col_x_family(const Plan& pl) {
   Estimate e;
   const Axis& x = pl.axes[2];
-  const double lanes_used = static_cast<double>(x.in) / static_cast<double>(ceil_div(x.in, int64_t{pl.lanes}) * pl.lanes);
+  const int64_t lanes = pl.lanes;
+  const double lanes_used = static_cast<double>(x.in) / static_cast<double>(ceil_div(x.in, lanes) * lanes);
   const double reduction = static_cast<double>(pl.ic_per_group) * pl.axes[0].kernel * pl.axes[1].kernel /
                            static_cast<double>(pl.axes[0].stride * pl.axes[1].stride);
   const double interleave = 3.0 * static_cast<double>(x.stride) / std::max(1.0, reduction);

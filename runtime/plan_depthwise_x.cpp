@@ -91,14 +91,15 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
 // (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
 // preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
-// On AVX2 (where col_x_preferred does not take the layer) the dot family's copy of the source repays from 24 products
-// per source element with at most 3 output channels (its block then holds 4-12 pixels; with 4 it holds 2). AVX2, NCX, 2
-// threads, dot_x against dot, docs/data/dot_x_avx2_zen4_2t.txt: f32 sweep of every suite and holdout layer dot_x took:
-// from 24 products dot won on all 10 (1.00-1.42x); below, dot_x won 6 (1-D layers of 2-16 products: dprnn_decoder 5.2x,
-// convtasnet_decoder 1.8x; a 1x1 layer 1.4x; 2 input channels 8x) and lost 3 (dbnet_head_up2 at 4 products 0.82x, a
-// 2-channel 1-D layer at 16 0.79x, a 2-D layer at 16 0.95x); with 4 channels dot_x won both (1.4-1.5x). On the 17
-// layers the rule moves, in f32, bf16 and f16: 0.97-2.36x, geomean 1.48 (dcgan_g5 f32 0.73 -> 0.59 ms; with fused x
-// taps fsrcnn_x2 7.59 -> 3.79; vqvae2_dec_out_b16 0.97-1.01, wavegan_up5_b16 f32 0.98).
+// On AVX2 (where col_x_preferred does not take the layer) the dot family's copy of the source repays from 24
+// products per source element with at most 3 output channels (its block then holds 4-12 pixels; with 4 it
+// holds 2). AVX2, NCX, 2 threads, dot_x against dot, docs/data/dot_x_avx2_zen4_2t.txt: f32 sweep of every
+// suite and holdout layer dot_x took: from 24 products dot won on all 10 (1.00-1.42x); below, dot_x won 6
+// (1-D layers of 2-16 products: dprnn_decoder 5.2x, convtasnet_decoder 1.8x; a 1x1 layer 1.4x; 2 input
+// channels 8x) and lost 3 (dbnet_head_up2 at 4 products 0.82x, a 2-channel 1-D layer at 16 0.79x, a 2-D layer
+// at 16 0.95x); with 4 channels dot_x won both (1.4-1.5x). On the 17 layers the rule moves, in f32, bf16 and
+// f16: 0.97-2.36x, geomean 1.48 (dcgan_g5 f32 0.73 -> 0.59 ms; with fused x taps fsrcnn_x2 7.59 -> 3.79;
+// vqvae2_dec_out_b16 0.97-1.01, wavegan_up5_b16 f32 0.98).
 namespace {
 bool dot_copy_repays_on_avx2(const Problem& p, Isa isa, int64_t taps) {
   return isa == Isa::avx2 && p.c_out <= 3 && p.c_out * taps >= 24 && dot_applies(p);
@@ -181,11 +182,12 @@ namespace {
 // (docs/data/depthwise_x_channels_per_call_zen4_2t.jsonl): from 12.8 MB 4 blocks won on AVX2 1.10-2.20x and
 // on AVX-512 0.96-1.57x, one channel more over rows of 512+ (holdout s37 ho11, rows of 558, 1.64x) and less
 // over short ones (mobilenetv2_bwd_dw96_b16, rows of 112, 0.79x on AVX-512); below 12 MB the caches keep the
-// output and fewer channels lost (dla_up_dw256 0.37-0.85x); calls of 2-6 channels (1-D rows of 20000+)
-// gained nothing (0.94-1.01x). The 17 layers the rule moves, against their old plans by hint
-// (docs/data/depthwise_x_streams_ab_zen4_2t.jsonl): f32 AVX-512 1.21x (0.98-1.76; s23 ho09 1.75x), AVX2
-// 1.56x (1.04-2.47; mobilenetv2_bwd_dw96_b16 2.46x, s37 ho15 2.47x); f16 and bf16 1.29x over 48 rows, 12 at
-// 0.93-0.99 (holdout s71 ho24, efficientnetb0_bwd_dw144_b16, s89 ho07: rows of 56-160 at 4-12 channels per call).
+// output and fewer channels lost (dla_up_dw256 0.37-0.85x); calls of 2-6 channels (1-D rows of 20000+) gained
+// nothing (0.94-1.01x). The 17 layers the rule moves, against their old plans by hint
+// (docs/data/depthwise_x_streams_ab_zen4_2t.jsonl): f32 AVX-512 1.21x (0.98-1.76; s23 ho09 1.75x), AVX2 1.56x
+// (1.04-2.47; mobilenetv2_bwd_dw96_b16 2.46x, s37 ho15 2.47x); f16 and bf16 1.29x over 48 rows, 12 at
+// 0.93-0.99 (holdout s71 ho24, efficientnetb0_bwd_dw144_b16, s89 ho07: rows of 56-160 at 4-12 channels per
+// call).
 int64_t streaming_channels(const Plan& pl, const Problem& p) {
   const int64_t dst_bytes = p.dst_elements() * pl.elem_bytes();
   if (dst_bytes < (int64_t{12} << 20)) return std::numeric_limits<int64_t>::max();
@@ -216,7 +218,8 @@ void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t groups_of_cb = ceil_div(p.c_out, pl.oc_vectors);
   const int64_t chunks = std::clamp<int64_t>(ceil_div(kTargetTasks, rows), 1, groups_of_cb);
   pl.channels_per_call = ceil_div(groups_of_cb, chunks) * pl.oc_vectors;
-  if (pl.channels_per_call >= 8) pl.channels_per_call = std::min(pl.channels_per_call, streaming_channels(pl, p));
+  if (pl.channels_per_call >= 8)
+    pl.channels_per_call = std::min(pl.channels_per_call, streaming_channels(pl, p));
   if (h.channels_per_call) {
     check_hint(h.channels_per_call % pl.oc_vectors == 0 && h.channels_per_call <= groups_of_cb * pl.oc_vectors,
                "depthwise_x: channels_per_call must be a multiple of oc_vectors (" +

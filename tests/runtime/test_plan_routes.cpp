@@ -50,8 +50,9 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
 }
 
 // The NCX defaults that change a layer's family: the dot family's wide rows go to col_x (on AVX2 too where
-// its kernel has at most 6 x taps), a 1->1 layer without groups to depthwise_x. Each keeps its NXC family when a hint asks
-// for something only that family does (x_halo), and dot_x and col_x are refused on NXC data by name.
+// its kernel has at most 6 x taps), a 1->1 layer without groups to depthwise_x. Each keeps its NXC family
+// when a hint asks for something only that family does (x_halo), and dot_x and col_x are refused on NXC data
+// by name.
 TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   const DeconvTester dot = DeconvTester().channels(16, 1).input({4, 40}).kernel({4, 4}).stride({2, 2})
                                .pads({1, 1}, {1, 1});
