@@ -22,8 +22,10 @@ class DirectGenerator : public RowKernelGenerator {
   int sets() const { return detail::accumulator_sets(pl_, w_, nv()); }
   int nacc() const { return sets() * w_ * nv(); }
   Xmm acc(int p, int v, int s = 0) const { return vreg((s * w_ + p) * nv() + v); }
+  // Plan::weight_regs: the block's first wr() weight vectors live in registers, the FMAs read the others.
+  int wr() const { return detail::weights_in_registers(pl_, nv()); }
   Xmm wvec(int v) const { return vreg(nacc() + v); }
-  Xmm bvec(int p) const { return vreg(nacc() + nv() + p % n_bcast()); }
+  Xmm bvec(int p) const { return vreg(nacc() + wr() + p % n_bcast()); }
   bool depthwise() const { return pl_.algorithm == detail::Algorithm::depthwise; }
 
   // bf16_even_odd: 0xffff0000 in every dword; AVX-512 keeps it in a register (plan.cpp keeps one free),
@@ -32,7 +34,7 @@ class DirectGenerator : public RowKernelGenerator {
   Xmm odd_temp() const { return vreg(nacc() + nv() + 1); }  // the odd channels' vector (AVX2)
 
   void emit_prologue() override {
-    assert(nacc() + nv() + n_bcast() <= detail::vector_registers(pl_.isa));
+    assert(nacc() + wr() + n_bcast() <= detail::vector_registers(pl_.isa));
     if (pl_.bf16_even_odd && zmm()) {
       mov(eax, 0xffff0000u);
       vpbroadcastd(odd_mask(), eax);
@@ -138,14 +140,14 @@ class DirectGenerator : public RowKernelGenerator {
     }
     for (int k = 0; k < u; ++k) {
       const int64_t wofs = k * bk_->wei_ic_step * kFloat;
-      for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
+      load_weights(wofs);
       for (int p = p_lo_; p < p_hi_; ++p) {
         if (nv() == 1 && zmm()) {  // the widened channel straight from its slot (see embedded_broadcast)
           vfmadd231ps(acc(p, 0, k % sets()), wvec(0), ptr_b[rsp + p * slot_bytes() + 4 * k]);
           continue;
         }
         vbroadcastss(bvec(p), dword[rsp + p * slot_bytes() + 4 * k]);
-        for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v, k % sets()), wvec(v), bvec(p));
+        fma_pixel(p, k % sets(), wofs);
       }
     }
   }
@@ -208,10 +210,25 @@ class DirectGenerator : public RowKernelGenerator {
     add_imm(r_wx, n * bk_->wei_ic_step * kFloat, r_ic);
   }
 
+  // The weight vectors of one input channel (wofs bytes on) that the block keeps in registers.
+  void load_weights(int64_t wofs) {
+    for (int v = 0; v < wr(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
+  }
+
+  // Pixel p's FMAs with its broadcast: the weights in registers, then those read from memory.
+  void fma_pixel(int p, int set, int64_t wofs) {
+    for (int v = 0; v < nv(); ++v) {
+      if (v < wr())
+        vfmadd231ps(acc(p, v, set), wvec(v), bvec(p));
+      else
+        vfmadd231ps(acc(p, v, set), bvec(p), ptr[r_wx + wofs + v * vbytes()]);
+    }
+  }
+
   // One input channel: nv weight vectors, one broadcast per pixel, w*nv FMAs.
   void emit_ic_step(int k) {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
-    for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
+    load_weights(wofs);
     if (depthwise()) return emit_depthwise_step();
     for (int p = p_lo_; p < p_hi_; ++p) {
       const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * seb();
@@ -223,7 +240,7 @@ class DirectGenerator : public RowKernelGenerator {
         broadcast_io(bvec(p), ptr[r_sx + sofs]);
       else
         vbroadcastss(bvec(p), ptr[r_sx + sofs]);
-      for (int v = 0; v < nv(); ++v) vfmadd231ps(acc(p, v, k % sets()), wvec(v), bvec(p));
+      fma_pixel(p, k % sets(), wofs);
     }
   }
 
@@ -390,7 +407,7 @@ class DirectGenerator : public RowKernelGenerator {
 
   // 16-bit dst: rounded on the way out; the weight and broadcast registers are free by now.
   void emit_typed_store(bool nt) {
-    const Xmm t1 = wvec(0), t2 = vreg(nacc() + nv());
+    const Xmm t1 = wvec(0), t2 = bvec(0);
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int v = 0; v < nv(); ++v) {

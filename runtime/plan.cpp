@@ -133,6 +133,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.oc_loop > 1) os << "_ocl";
   if (pl.nt_stores) os << "_nt";
   if (pl.pack_src) os << "_pk";
+  if (weight_regs_possible(pl) && pl.weight_regs < pl.oc_vectors) os << "_wr" << pl.weight_regs;
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }
@@ -357,6 +358,7 @@ void check_family_hints(const Plan& pl, const TuningHints& h) {
   check_hint(h.ic_pairs != 1 || pl.ic_pairs, kIcPairsNeeds);
   check_hint(h.widen_src != 1 || pl.widen_src, kWidenSrcNeeds);
   check_hint(h.band_rows <= 0 || pl.band_rows > 0, kBandRowsNeeds);
+  check_hint(!h.weight_regs || weight_regs_possible(pl), kWeightRegsNeeds);
   check_hint(h.edge_blocks != 1 || edge_blocks_possible(pl),
              "edge_blocks needs the direct or gemm family with the x halo and blocks along x");
 }

@@ -96,6 +96,9 @@ struct Plan {
   int ur_w = 1;          // output pixels per register block
   int oc_vectors = 1;    // channel vectors per register block (BlockKind main)
   int ic_unroll = 1;     // input-channel loop unroll
+  // Weight vectors a register block keeps in registers (at most its vectors); its FMAs read the others
+  // from memory. oc_vectors unless weight_regs_possible and chosen (TuningHints::weight_regs).
+  int weight_regs = 1;
   // Independent accumulator chains a direct or gemm register block keeps at least, as registers and the
   // unroll allow (accumulator_sets); 1 elsewhere. Not a choice: idle registers cost nothing.
   int acc_chains = 1;
@@ -322,6 +325,15 @@ int accumulator_sets(const Plan& pl, int w, int nv);
 // budget (choose_tile), the dot family's (choose_dot_tile), the FMA chains that hide latency, the x taps
 // of one phase, and whether the dot family's fused x taps pay for a block of `ur` pixels.
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec);
+// Plan::weight_regs below the block's vectors: AVX2 (whose FMAs take no broadcast operand, so every
+// source element is a broadcast of its own), the direct and gemm families (depthwise loads vectors).
+bool weight_regs_possible(const Plan& pl);
+// The weight vectors a block of nv vectors keeps in registers: all of them unless the plan reads some
+// from memory, and then at most Plan::weight_regs (a tail block of fewer vectors may keep all).
+inline int weights_in_registers(const Plan& pl, int nv) {
+  return pl.weight_regs >= pl.oc_vectors ? nv : std::min(pl.weight_regs, nv);
+}
+extern const char* const kWeightRegsNeeds;
 void choose_dot_tile(Plan& pl, const TuningHints& h);
 void choose_acc_chains(Plan& pl);
 int max_x_taps(const Plan& pl);

@@ -78,6 +78,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (band_possible(pl)) c.band_rows = static_cast<int>(pl.band_rows);  // likewise: NCX row buffers
   if (fuse_x_possible(pl)) c.fuse_x_taps = pl.fused_x_taps ? 1 : 0;     // likewise: depthwise and dot rows
   if (edge_blocks_possible(pl)) c.edge_blocks = pl.edges.empty() ? 0 : 1;  // likewise: rows with the halo
+  if (weight_regs_possible(pl)) c.weight_regs = pl.weight_regs;           // likewise: AVX2 row tiles
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
@@ -122,6 +123,7 @@ std::string Plan::to_json() const {
   }
   j["ur_w"] = ur_w;
   j["oc_vectors"] = oc_vectors;
+  if (weight_regs_possible(*this)) j["weight_regs"] = weight_regs;
   j["nt_stores"] = nt_stores;
   j["prefetch_src"] = prefetch_src;
   j["pack_src"] = pack_src;

@@ -70,8 +70,12 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
        "gemm's long channel runs, but 4 (of 4+) in f32 gemm where each output sums at most 64 products: whole "
        "lines; 3 otherwise for an odd multiple of 3 vectors; 4 for f16 in the direct family where "
-       "each broadcast is converted and the channels fill whole blocks of 4: f16_avx2_wide_block), never "
-       "more than the channels need"},
+       "each broadcast is converted and the channels fill whole blocks of 4: f16_avx2_wide_block; 4 with "
+       "one weight vector read by the FMAs in 3 pixels: hybrid_tile_pays), never more than the channels need"},
+      {{"weight_regs", ""},
+       "choose_tile: AVX2 direct and gemm keep every weight vector of a block in registers, except the 3 x 4 "
+       "tile (hybrid_tile_pays: f32, channel vectors a multiple of 4, no blocks across images, a block's "
+       "weights per phase 16-512 KB), whose FMAs read the fourth from memory"},
       {{"oc_vectors", "gemm_x"}, "plan_gemm_x: as many output channels as fit 24 accumulators"},
       {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "
                                       "alias in L1 (a multiple of 4 KiB apart)"},

@@ -63,7 +63,7 @@ std::vector<Plan> structures(const Problem& p, Isa cap) {
               if (!try_plan(p, cap, h, pl)) continue;
               TuningHints key = pl.choices;  // the structure: what was asked, as the planner resolved it
               key.ur_w = key.oc_vectors = key.ic_unroll = key.x_split = key.ic_block = key.parallel = key.oc_loop = 0;
-              key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = 0;
+              key.channels_per_call = key.rows_per_block = key.oc_chunk = key.row_chunk = key.weight_regs = 0;
               key.flat_plane = -1;
               if (seen.insert(hints_key_text(key)).second) out.push_back(pl);
             }
@@ -100,14 +100,17 @@ std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
   // Fused x taps hold the taps' weights in registers, so a fused default would refuse the wider tiles;
   // numeric() tries both wherever a tile allows them.
   h.fuse_x_taps = -1;
+  // AVX2 row tiles also with one or two of their weight vectors read by the FMAs (Plan::weight_regs).
+  const bool wr_choice = weight_regs_possible(base);
   for (int f : flat)
     for (int r : rows)
       for (int nv = 1; nv <= max_nv; ++nv)
-        for (int ur = 1; ur <= max_ur; ++ur) {
-          h.flat_plane = f, h.rows_per_block = r, h.oc_vectors = nv, h.ur_w = ur;
-          Plan pl;
-          if (try_plan(p, isa, h, pl) && pl.ur_w <= block_extent(pl)) out.push_back(h);
-        }
+        for (int wr = wr_choice ? std::max(1, nv - 2) : 0; wr <= (wr_choice ? nv : 0); ++wr)
+          for (int ur = 1; ur <= max_ur; ++ur) {
+            h.flat_plane = f, h.rows_per_block = r, h.oc_vectors = nv, h.ur_w = ur, h.weight_regs = wr;
+            Plan pl;
+            if (try_plan(p, isa, h, pl) && pl.ur_w <= block_extent(pl)) out.push_back(h);
+          }
   return out;
 }
 

@@ -10,10 +10,10 @@
 namespace deconvjit::detail {
 namespace {
 
-// Register budget: accumulators ur_w*nv, nv weight vectors, broadcast registers.
-int max_ur_w(Isa isa, int nv) {
+// Register budget: accumulators ur_w*nv, the weight vectors kept in registers, broadcast registers.
+int max_ur_w(Isa isa, int nv, int weight_regs) {
   const int bcast = isa == Isa::avx512_core ? 2 : 1;
-  return (vector_registers(isa) - nv - bcast) / nv;
+  return (vector_registers(isa) - weight_regs - bcast) / nv;
 }
 
 // f16 on AVX2 with broadcasts from the source, each element converted (vpbroadcastw + vcvtph2ps, or the
@@ -35,6 +35,25 @@ int64_t products_per_output(const Plan& pl) {
   int64_t taps = 1;
   for (const Axis& a : pl.axes) taps *= ceil_div(a.kernel, a.tap_k_step);  // (a phase's taps, as max_x_taps)
   return pl.ic_per_group * taps;
+}
+
+// AVX2 FMAs take no broadcast operand, so the 6 x 2 tile spends 6 broadcasts and 2 weight loads on 12
+// FMAs per input channel: 20 instructions per 6 cycles of FMAs, which left the big layers at 75-90% of
+// the FMA peak and sensitive to the host (Zen 4: 94% in one minute, 77% in another; the AVX-512 tiles,
+// 10 instructions per 24 zmm FMAs, held 94-96%). The 3 x 4 tile with one weight vector read by the FMAs
+// issues 3 broadcasts, 3 loads and 12 FMAs (18), and each broadcast feeds four FMAs. It reads twice the
+// weight bytes per FMA, though: where a block's weights for a phase (products per output x 4 vectors)
+// pass 512 KB they come from beyond L2 and it lost (sbl_r50_256_deconv1_b16, 1 MB: 0.92-0.94x); under
+// 16 KB the reduction is short and the narrower block's overhead shows (NCX 0.77-0.97x); a tail block
+// (vectors not a multiple of 4) and blocks across images lost too. Zen 4, 2 threads, f32, default vs
+// the hybrid tile on all 563 suite and holdout rows (NXC and NCX) of the direct and gemm families with 32+
+// output channels: the 316 this takes 1.028x (71 above 1.05, up to 1.2-1.5: stylegan2_up_r512 1.11-1.18,
+// nnunet3d_up128_b2 1.13-1.20, maskrcnn_mask_b100 NXC 1.19; 7 below 0.95), the rest 0.997
+// (docs/data/weight_regs_avx2_sweep_zen4_2t.jsonl).
+bool hybrid_tile_pays(const Plan& pl, int64_t n_vec) {
+  const int64_t block_weight_bytes = products_per_output(pl) * 4 * pl.lanes * 4;
+  return n_vec % 4 == 0 && !pl.block_over_batch && pl.dtype == DType::f32 && block_weight_bytes >= (16 << 10) &&
+         block_weight_bytes < (512 << 10);
 }
 
 }  // namespace
@@ -106,6 +125,12 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   pl.ic_tail_lanes = static_cast<int>(pl.ic_per_group % per_vector);
 }
 
+const char* const kWeightRegsNeeds = "weight_regs needs the direct or gemm family on AVX2";
+
+bool weight_regs_possible(const Plan& pl) {
+  return pl.isa == Isa::avx2 && (pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm);
+}
+
 void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   const bool z = pl.isa == Isa::avx512_core;
   int nv = z ? 4 : 2;
@@ -131,10 +156,20 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   if (!z && pl.algorithm == Algorithm::gemm && pl.dtype == DType::f32 && n_vec >= 4 && products_per_output(pl) <= 64)
     nv = 4;
   if (f16_avx2_wide_block(pl, h, n_vec)) nv = 4;
+  // (not where a tile hint fixes the block: the hints keep the meaning they had without this tile)
+  const bool hybrid = !h.oc_vectors && !h.ur_w && weight_regs_possible(pl) && hybrid_tile_pays(pl, n_vec);
+  if (hybrid) nv = 4;
   if (h.oc_vectors) nv = h.oc_vectors;
-  check_hint(nv >= 1 && max_ur_w(pl.isa, nv) >= 1, "oc_vectors " + std::to_string(nv) +
-                                                        " does not fit the register file");
-  int ur = std::min(max_ur_w(pl.isa, nv), z ? 28 : 12);
+  int wr = hybrid && nv == 4 ? 3 : nv;
+  if (h.weight_regs) {
+    check_hint(weight_regs_possible(pl), kWeightRegsNeeds);
+    check_hint(h.weight_regs >= 1 && h.weight_regs <= nv, "weight_regs " + std::to_string(h.weight_regs) +
+                                                              " must be in [1, oc_vectors " + std::to_string(nv) + "]");
+    wr = h.weight_regs;
+  }
+  check_hint(nv >= 1 && max_ur_w(pl.isa, nv, wr) >= 1, "oc_vectors " + std::to_string(nv) +
+                                                            " does not fit the register file");
+  int ur = std::min(max_ur_w(pl.isa, nv, wr), z ? 28 : 12);
   if (nv == 4 && z) ur = 6;  // 24 accumulators leave room for weights and two broadcasts
   // Two vectors: 8 pixels beat the 14 that fit (one core, ms): linknet_final 6.02 vs 6.64, hifigan_up4
   // 1.23 vs 1.34, fcn32s_upscore (NCX) 11.8 vs 12.5.
@@ -143,12 +178,13 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
   ur = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ur, extent)));
   if (h.ur_w) {
-    check_hint(h.ur_w >= 1 && h.ur_w <= max_ur_w(pl.isa, nv),
+    check_hint(h.ur_w >= 1 && h.ur_w <= max_ur_w(pl.isa, nv, wr),
                "ur_w " + std::to_string(h.ur_w) + " with " + std::to_string(nv) +
                    " vectors does not fit the register file");
     ur = h.ur_w;
   }
   pl.oc_vectors = nv;
+  pl.weight_regs = wr;
   pl.ur_w = ur;
   // f16 on AVX-512 widens a pixel's unrolled channels with one instruction into a stack slot
   // (jit/deconv_direct.cpp): at two vectors and 4 channels that is 2 uops per 8 FMAs, halved at 8
@@ -164,7 +200,8 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
 int accumulator_sets(const Plan& pl, int w, int nv) {
   const int bcast = pl.isa == Isa::avx512_core ? 2 : 1;
   int sets = std::min(pl.ic_unroll, static_cast<int>(ceil_div(pl.acc_chains, w * nv)));
-  while (sets > 1 && sets * w * nv + nv + bcast > vector_registers(pl.isa)) --sets;
+  const int weights = weights_in_registers(pl, nv);
+  while (sets > 1 && sets * w * nv + weights + bcast > vector_registers(pl.isa)) --sets;
   return std::max(sets, 1);
 }
 

@@ -149,6 +149,11 @@ struct TuningHints {
   // which does each tap's FMAs only for the pixels whose source column is real. The zeros' FMAs are
   // skipped; a NaN or infinite weight then no longer meets them (0 x inf), as the reference never does.
   int edge_blocks = -1;
+  // direct and gemm families on AVX2 (not depthwise): 0 heuristic, n: a register block keeps n of its
+  // oc_vectors weight vectors in registers and its FMAs read the others from memory (a load folded into
+  // the FMA). The registers freed make room for a third pixel of four vectors (3 x 4), which broadcasts
+  // each source element for four FMAs instead of two.
+  int weight_regs = 0;
 
   bool empty() const;  // every field left to the heuristic
 };

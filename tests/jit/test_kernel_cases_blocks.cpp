@@ -141,6 +141,47 @@ TEST_P(KernelCases, FourVectorBlocks) {
   }
 }
 
+// AVX2 blocks whose FMAs read some weight vectors from memory (Plan::weight_regs): the 3 x 4 tile with one
+// such vector, fewer kept (down to one), a tail block of fewer vectors (which keeps all of its own) and a
+// masked last vector, gemm, both layouts, an unroll remainder, narrow blocks cycling accumulator sets, the
+// halo's edge blocks; f16 through the widened stack slots (three or more vectors), f32 in ic passes.
+TEST_P(KernelCases, WeightsReadByTheFmas) {
+  if (isa() != Isa::avx2) GTEST_SKIP() << "weight_regs is an AVX2 choice (AVX-512 keeps every weight vector)";
+  auto hints = [](int nv, int wr, int ur = 0, const char* family = "direct") {
+    TuningHints h;
+    h.algorithm = family;
+    h.oc_vectors = nv;
+    h.weight_regs = wr;
+    h.ur_w = ur;
+    return h;
+  };
+  const DeconvTester k3 = T().channels(13, 32).input({4, 11}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
+  for (DataFormat f : kFormats) {
+    SCOPED_TRACE(f == DataFormat::NXC ? "NXC" : "NCX");
+    DeconvTester(k3).layout(f).hints(hints(4, 3)).Test();
+    DeconvTester(k3).layout(f).hints(hints(4, 1, 2)).Test();
+    DeconvTester(k3).channels(13, 60).layout(f).hints(hints(4, 2)).Test();  // 4 + 4 vectors, the last masked
+    DeconvTester(k3).channels(7, 44).layout(f).hints(hints(4, 3)).Test();   // 4 + 2 vectors (tail keeps 2)
+    DeconvTester(k3).channels(9, 40).layout(f).hints(hints(5, 2, 2)).Test();
+  }
+  TuningHints narrow = hints(4, 2, 1);
+  narrow.ic_unroll = 3;
+  DeconvTester(k3).channels(17, 32).layout(DataFormat::NXC).hints(narrow).Test();
+  TuningHints edges = hints(4, 3);
+  edges.x_halo = edges.edge_blocks = 1;
+  DeconvTester(k3).kernel({5, 5}).layout(DataFormat::NXC).hints(edges).Test();
+  T().channels(12, 32).input({4, 7}).kernel({2, 2}).stride({2, 2}).layout(DataFormat::NXC)
+      .hints(hints(4, 3, 0, "gemm")).Test();
+  if (dtype() == DType::f32) {
+    TuningHints passes = hints(4, 3);
+    passes.ic_block = 8;
+    DeconvTester(k3).channels(24, 32).layout(DataFormat::NXC).hints(passes).Test();
+  }
+  const nlohmann::json pl = plan_of(DeconvTester(k3).layout(DataFormat::NXC).hints(hints(4, 3)));
+  EXPECT_EQ(pl.at("weight_regs").get<int>(), 3);
+  EXPECT_EQ(pl.at("ur_w").get<int>(), 3);  // 12 accumulators, 3 weight vectors and a broadcast
+}
+
 // The dot family on bf16 without channel pairs splits each whole pair of input-channel vectors into even and
 // odd channels (a shift and a mask): one pair, pairs followed by a single vector, by a tail, by both; 1-4
 // output channels (four leave AVX2 no registers to keep both halves' weights, so the halves run one after

@@ -110,8 +110,12 @@ void expect_fits_registers(const Plan& pl) {
     EXPECT_LT(pl.channels_per_call * (pl.oc_blocks - 1), pl.dst_channels) << pl.to_json();
     return;
   }
+  // Accumulators, the weight vectors kept in registers (the FMAs read the others: AVX2 direct and gemm
+  // only) and the broadcasts.
   const int bcast = pl.isa == Isa::avx512_core ? 2 : 1;
-  EXPECT_LE(pl.ur_w * pl.oc_vectors + pl.oc_vectors + bcast, regs) << pl.to_json();
+  EXPECT_TRUE(pl.weight_regs == pl.oc_vectors || (pl.weight_regs >= 1 && pl.weight_regs < pl.oc_vectors &&
+                                                   weight_regs_possible(pl))) << pl.to_json();
+  EXPECT_LE(pl.ur_w * pl.oc_vectors + pl.weight_regs + bcast, regs) << pl.to_json();
   EXPECT_GE(pl.last.vectors, 1);
   EXPECT_LE(pl.last.vectors, pl.oc_vectors);
   // The blocks cover the vector dimension exactly: (oc_blocks - 1) full blocks and the last one.
@@ -297,9 +301,36 @@ TEST(PlanHeuristic, F16OnAvx2TakesFourVectorBlocks) {
   const Plan widened = plan_for(layer(64, 64, DType::f16), Isa::avx2);          // 1152 FLOPs: widen_src
   EXPECT_EQ(widened.oc_vectors, 2);
   EXPECT_TRUE(widened.widen_src);
-  EXPECT_EQ(plan_for(layer(64, 32, DType::f32), Isa::avx2).oc_vectors, 2);
+  EXPECT_EQ(plan_for(layer(64, 32, DType::f32), Isa::avx2).weight_regs, 3);  // f32: the hybrid tile (below)
   EXPECT_EQ(plan_for(layer(64, 32, DType::bf16), Isa::avx2).oc_vectors, 2);
   EXPECT_EQ(plan_for(layer(64, 32, DType::f16), Isa::avx512_core).oc_vectors, 2);
+}
+
+// f32 on AVX2: 3 pixels x 4 vectors with the fourth weight vector read by the FMAs, where the channels fill
+// whole blocks of four and a block's weights for a phase (products per output x 128 bytes) are 16-512 KB.
+TEST(PlanHeuristic, Avx2F32TakesTheHybridTile) {
+  auto layer = [](int64_t ic, int64_t oc, int64_t k) {
+    return DeconvTester().channels(ic, oc).input({16, 40}).kernel({k, k}).stride({2, 2}).pads({1, 1}, {1, 1})
+        .layout(DataFormat::NXC);
+  };
+  const Plan hybrid = plan_for(layer(64, 64, 3), Isa::avx2);  // 64 x 4 taps x 128 bytes = 32 KB
+  EXPECT_EQ(hybrid.oc_vectors, 4);
+  EXPECT_EQ(hybrid.weight_regs, 3);
+  EXPECT_EQ(hybrid.ur_w, 3);
+  EXPECT_NE(hybrid.name.find("_wr3_ur3x4"), std::string::npos) << hybrid.name;
+  EXPECT_EQ(plan_for(layer(16, 64, 3), Isa::avx2).weight_regs, 2);    // 8 KB: short sums, 6 x 2
+  EXPECT_EQ(plan_for(layer(32, 64, 3), Isa::avx2).weight_regs, 3);    // 16 KB
+  EXPECT_EQ(plan_for(layer(1000, 64, 3), Isa::avx2).weight_regs, 3);  // 500 KB
+  EXPECT_EQ(plan_for(layer(1024, 64, 3), Isa::avx2).weight_regs, 2);  // 512 KB: from beyond L2
+  EXPECT_EQ(plan_for(layer(64, 40, 3), Isa::avx2).weight_regs, 2);    // 5 vectors: a tail block
+  EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::f16), Isa::avx2).weight_regs, 2);
+  EXPECT_EQ(plan_for(layer(64, 64, 3).batch(8).input({2, 2}), Isa::avx2).weight_regs, 2);  // across images
+  EXPECT_EQ(plan_for(layer(64, 64, 3), Isa::avx512_core).weight_regs, 4);
+  TuningHints pixels;  // a tile hint keeps the tile it named before the hybrid existed
+  pixels.ur_w = 5;
+  const Plan hinted = plan_for(layer(64, 64, 3), Isa::avx2, pixels);
+  EXPECT_EQ(hinted.oc_vectors, 2);
+  EXPECT_EQ(hinted.weight_regs, 2);
 }
 
 TEST(PlanHints, HonouredOrRejected) {
@@ -313,8 +344,10 @@ TEST(PlanHints, HonouredOrRejected) {
     h.ur_w = std::uniform_int_distribution<int>(0, 30)(rng);
     h.ic_unroll = std::uniform_int_distribution<int>(0, 70)(rng);
     h.x_split = std::uniform_int_distribution<int>(0, 9)(rng);
+    if (i % 3 == 0) h.weight_regs = std::uniform_int_distribution<int>(0, 5)(rng);
     SCOPED_TRACE(p.canonical + " ur_w " + std::to_string(h.ur_w) + " oc_vectors " + std::to_string(h.oc_vectors) +
-                 " ic_unroll " + std::to_string(h.ic_unroll) + " x_split " + std::to_string(h.x_split));
+                 " ic_unroll " + std::to_string(h.ic_unroll) + " x_split " + std::to_string(h.x_split) +
+                 " weight_regs " + std::to_string(h.weight_regs));
     Plan pl;
     try {
       pl = make_plan(p, isa, h);
@@ -328,6 +361,7 @@ TEST(PlanHints, HonouredOrRejected) {
     if (h.ur_w) EXPECT_EQ(pl.ur_w, h.ur_w);
     if (h.oc_vectors) EXPECT_EQ(pl.oc_vectors, h.oc_vectors);
     if (h.x_split) EXPECT_EQ(pl.x_split, h.x_split);
+    if (h.weight_regs) EXPECT_EQ(pl.weight_regs, h.weight_regs);
     if (h.ic_unroll && pl.algorithm != Algorithm::dot) EXPECT_EQ(pl.ic_unroll, h.ic_unroll);
   }
   EXPECT_GT(accepted, 50);  // both outcomes occur
@@ -350,6 +384,27 @@ TEST(PlanHints, OutOfRangeHintsAreRejected) {
   expect_rejected(p, Isa::avx512_core, h, "ur_w 15 x 2 vectors on AVX-512");
   h.ur_w = 14;
   EXPECT_EQ(make_plan(p, Isa::avx512_core, h).ur_w, 14);
+  // weight_regs: AVX2 direct and gemm only, at most the block's vectors; the registers it frees widen the
+  // block (4 vectors: 2 pixels with all weights kept, 3 with one read by the FMAs).
+  TuningHints wr;
+  wr.algorithm = "direct";
+  wr.oc_vectors = 4;
+  wr.weight_regs = 3;
+  wr.ur_w = 3;
+  EXPECT_EQ(make_plan(nxc, Isa::avx2, wr).weight_regs, 3);
+  expect_rejected(nxc, Isa::avx512_core, wr, "weight_regs on AVX-512");
+  wr.ur_w = 4;
+  expect_rejected(nxc, Isa::avx2, wr, "ur_w 4 x 4 vectors next to 3 weight vectors");
+  wr.ur_w = 0;
+  wr.weight_regs = 5;
+  expect_rejected(nxc, Isa::avx2, wr, "weight_regs 5 of 4 vectors");
+  wr.weight_regs = 4;
+  EXPECT_EQ(make_plan(nxc, Isa::avx2, wr).ur_w, 2);
+  const Problem dw = resolve(DeconvTester().groups(32).channels(32, 32).input({6, 7}).stride({2, 2})
+                                 .layout(DataFormat::NXC).descriptor());
+  TuningHints dw_wr;
+  dw_wr.weight_regs = 1;
+  expect_rejected(dw, Isa::avx2, dw_wr, "weight_regs on the depthwise family");
 
   TuningHints bad;
   bad.ic_unroll = 65;

@@ -79,7 +79,9 @@ TEST(PlanStores, AvxTwoGemmWritesWholeLinesWhereStoresSetThePace) {
   EXPECT_EQ(short_sums.oc_vectors, 4);
   EXPECT_EQ(short_sums.ur_w, 2);
   EXPECT_EQ(plan_for(k2s2(64), Isa::avx2).oc_vectors, 4);
-  EXPECT_EQ(plan_for(k2s2(128), Isa::avx2).oc_vectors, 3);                  // past the range measured
+  const Plan longer = plan_for(k2s2(128), Isa::avx2);  // past the range measured: 16 KB of weights per
+  EXPECT_EQ(longer.oc_vectors, 4);                      // block, the 3 x 4 tile (hybrid_tile_pays)
+  EXPECT_EQ(longer.weight_regs, 3);
   EXPECT_EQ(plan_for(k2s2(16).dtype(DType::bf16), Isa::avx2).oc_vectors, 3);  // measured slower
   EXPECT_EQ(plan_for(k2s2(16), Isa::avx512_core).oc_vectors, 4);            // zmm: whole lines anyway
 }
