@@ -133,7 +133,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.oc_loop > 1) os << "_ocl";
   if (pl.nt_stores) os << "_nt";
   if (pl.pack_src) os << "_pk";
-  if (weight_regs_possible(pl) && pl.weight_regs < pl.oc_vectors) os << "_wr" << pl.weight_regs;
+  if (weight_regs_possible(pl) && pl.weight_regs < pl.main.vectors) os << "_wr" << pl.weight_regs;
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
 }

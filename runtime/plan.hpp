@@ -96,9 +96,9 @@ struct Plan {
   int ur_w = 1;          // output pixels per register block
   int oc_vectors = 1;    // channel vectors per register block (BlockKind main)
   int ic_unroll = 1;     // input-channel loop unroll
-  // Weight vectors a register block keeps in registers (at most its vectors); its FMAs read the others
-  // from memory. oc_vectors unless weight_regs_possible and chosen (TuningHints::weight_regs).
-  int weight_regs = 1;
+  // Weight vectors a register block keeps in registers; its FMAs read the others from memory
+  // (TuningHints::weight_regs). choose_tile sets it (oc_vectors: all); 0 in the families it does not plan.
+  int weight_regs = 0;
   // Independent accumulator chains a direct or gemm register block keeps at least, as registers and the
   // unroll allow (accumulator_sets); 1 elsewhere. Not a choice: idle registers cost nothing.
   int acc_chains = 1;
@@ -331,7 +331,7 @@ bool weight_regs_possible(const Plan& pl);
 // The weight vectors a block of nv vectors keeps in registers: all of them unless the plan reads some
 // from memory, and then at most Plan::weight_regs (a tail block of fewer vectors may keep all).
 inline int weights_in_registers(const Plan& pl, int nv) {
-  return pl.weight_regs >= pl.oc_vectors ? nv : std::min(pl.weight_regs, nv);
+  return pl.weight_regs == 0 || pl.weight_regs >= pl.oc_vectors ? nv : std::min(pl.weight_regs, nv);
 }
 extern const char* const kWeightRegsNeeds;
 void choose_dot_tile(Plan& pl, const TuningHints& h);

@@ -100,16 +100,20 @@ std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
   // Fused x taps hold the taps' weights in registers, so a fused default would refuse the wider tiles;
   // numeric() tries both wherever a tile allows them.
   h.fuse_x_taps = -1;
-  // AVX2 row tiles also with one or two of their weight vectors read by the FMAs (Plan::weight_regs).
+  // AVX2 row tiles also with one or two of their weight vectors read by the FMAs (Plan::weight_regs), after
+  // the tile that keeps them all (the cost model does not tell them apart: ties keep this order). Not where
+  // the block has no more vectors than it would keep: the same code.
   const bool wr_choice = weight_regs_possible(base);
   for (int f : flat)
     for (int r : rows)
       for (int nv = 1; nv <= max_nv; ++nv)
-        for (int wr = wr_choice ? std::max(1, nv - 2) : 0; wr <= (wr_choice ? nv : 0); ++wr)
+        for (int wr = wr_choice ? nv : 0; wr >= (wr_choice ? std::max(1, nv - 2) : 0); --wr)
           for (int ur = 1; ur <= max_ur; ++ur) {
             h.flat_plane = f, h.rows_per_block = r, h.oc_vectors = nv, h.ur_w = ur, h.weight_regs = wr;
             Plan pl;
-            if (try_plan(p, isa, h, pl) && pl.ur_w <= block_extent(pl)) out.push_back(h);
+            if (!try_plan(p, isa, h, pl) || pl.ur_w > block_extent(pl)) continue;
+            if (wr < nv && pl.main.vectors <= wr) continue;
+            out.push_back(h);
           }
   return out;
 }

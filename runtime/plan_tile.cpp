@@ -46,7 +46,7 @@ int64_t products_per_output(const Plan& pl) {
 // pass 512 KB they come from beyond L2 and it lost (sbl_r50_256_deconv1_b16, 1 MB: 0.92-0.94x); under
 // 16 KB the reduction is short and the narrower block's overhead shows (NCX 0.77-0.97x); a tail block
 // (vectors not a multiple of 4) and blocks across images lost too. Zen 4, 2 threads, f32, default vs
-// the hybrid tile on all 563 suite and holdout rows (NXC and NCX) of the direct and gemm families with 32+
+// the hybrid tile on all 631 suite and holdout rows (NXC and NCX) of the direct and gemm families with 32+
 // output channels: the 316 this takes 1.028x (71 above 1.05, up to 1.2-1.5: stylegan2_up_r512 1.11-1.18,
 // nnunet3d_up128_b2 1.13-1.20, maskrcnn_mask_b100 NXC 1.19; 7 below 0.95), the rest 0.997
 // (docs/data/weight_regs_avx2_sweep_zen4_2t.jsonl).

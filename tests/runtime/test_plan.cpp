@@ -113,9 +113,10 @@ void expect_fits_registers(const Plan& pl) {
   // Accumulators, the weight vectors kept in registers (the FMAs read the others: AVX2 direct and gemm
   // only) and the broadcasts.
   const int bcast = pl.isa == Isa::avx512_core ? 2 : 1;
-  EXPECT_TRUE(pl.weight_regs == pl.oc_vectors || (pl.weight_regs >= 1 && pl.weight_regs < pl.oc_vectors &&
-                                                   weight_regs_possible(pl))) << pl.to_json();
-  EXPECT_LE(pl.ur_w * pl.oc_vectors + pl.weight_regs + bcast, regs) << pl.to_json();
+  const int weights = weights_in_registers(pl, pl.oc_vectors);
+  if (!weight_regs_possible(pl)) EXPECT_EQ(weights, pl.oc_vectors) << pl.to_json();
+  EXPECT_GE(weights, 1);
+  EXPECT_LE(pl.ur_w * pl.oc_vectors + weights + bcast, regs) << pl.to_json();
   EXPECT_GE(pl.last.vectors, 1);
   EXPECT_LE(pl.last.vectors, pl.oc_vectors);
   // The blocks cover the vector dimension exactly: (oc_blocks - 1) full blocks and the last one.
@@ -301,6 +302,8 @@ TEST(PlanHeuristic, F16OnAvx2TakesFourVectorBlocks) {
   const Plan widened = plan_for(layer(64, 64, DType::f16), Isa::avx2);          // 1152 FLOPs: widen_src
   EXPECT_EQ(widened.oc_vectors, 2);
   EXPECT_TRUE(widened.widen_src);
+  EXPECT_EQ(plan_for(layer(16, 32, DType::f16), Isa::avx2).oc_vectors, 4);
+  EXPECT_EQ(plan_for(layer(16, 32, DType::f32), Isa::avx2).oc_vectors, 2);    // (8 KB: no hybrid tile)
   EXPECT_EQ(plan_for(layer(64, 32, DType::f32), Isa::avx2).weight_regs, 3);  // f32: the hybrid tile (below)
   EXPECT_EQ(plan_for(layer(64, 32, DType::bf16), Isa::avx2).oc_vectors, 2);
   EXPECT_EQ(plan_for(layer(64, 32, DType::f16), Isa::avx512_core).oc_vectors, 2);
@@ -392,19 +395,19 @@ TEST(PlanHints, OutOfRangeHintsAreRejected) {
   wr.weight_regs = 3;
   wr.ur_w = 3;
   EXPECT_EQ(make_plan(nxc, Isa::avx2, wr).weight_regs, 3);
-  expect_rejected(nxc, Isa::avx512_core, wr, "weight_regs on AVX-512");
+  expect_rejected(nxc, Isa::avx512_core, wr, "weight_regs on AVX-512", "weight_regs");
   wr.ur_w = 4;
-  expect_rejected(nxc, Isa::avx2, wr, "ur_w 4 x 4 vectors next to 3 weight vectors");
+  expect_rejected(nxc, Isa::avx2, wr, "ur_w 4 x 4 vectors next to 3 weight vectors", "ur_w 4");
   wr.ur_w = 0;
   wr.weight_regs = 5;
-  expect_rejected(nxc, Isa::avx2, wr, "weight_regs 5 of 4 vectors");
+  expect_rejected(nxc, Isa::avx2, wr, "weight_regs 5 of 4 vectors", "weight_regs 5");
   wr.weight_regs = 4;
   EXPECT_EQ(make_plan(nxc, Isa::avx2, wr).ur_w, 2);
   const Problem dw = resolve(DeconvTester().groups(32).channels(32, 32).input({6, 7}).stride({2, 2})
                                  .layout(DataFormat::NXC).descriptor());
   TuningHints dw_wr;
   dw_wr.weight_regs = 1;
-  expect_rejected(dw, Isa::avx2, dw_wr, "weight_regs on the depthwise family");
+  expect_rejected(dw, Isa::avx2, dw_wr, "weight_regs on the depthwise family", "weight_regs");
 
   TuningHints bad;
   bad.ic_unroll = 65;

@@ -17,13 +17,15 @@ inline Plan plan_for(const testing::DeconvTester& t, Isa isa, const TuningHints&
   return make_plan(resolve(t.descriptor()), isa, h, false);
 }
 
-// Expects make_plan to reject the hints with InvalidArgument.
-inline void expect_rejected(const Problem& p, Isa isa, const TuningHints& h, const char* what) {
+// Expects make_plan to reject the hints with InvalidArgument (whose message names `field`, when given).
+inline void expect_rejected(const Problem& p, Isa isa, const TuningHints& h, const char* what,
+                            const char* field = nullptr) {
   try {
     make_plan(p, isa, h);
     ADD_FAILURE() << "accepted " << what << " on " << to_string(isa);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument) << what << ": " << e.what();
+    if (field) EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << what << ": " << e.what();
   }
 }
 

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-# weight_regs_sweep.py OUT [dtype] [hints-json]: every suite/holdout row (NXC and NCX) whose AVX2 default is direct/gemm with
-# 4+ output-channel vectors per group: default vs the same choices with the hybrid tile, min of 3 interleaved.
+# weight_regs_sweep.py OUT [dtype] [hints-json]: every suite/holdout row (NXC and NCX) whose AVX2 default is
+# direct/gemm with 32+ output channels: default vs the same choices with the hybrid tile (3 x 4, 3 weight vectors
+# in registers), min of 3 interleaved, 2 threads. Run from the repository root with PYTHONPATH=build/python.
 import json, sys, glob
 import deconvjit as d
 out = open(sys.argv[1], "w"); dtype = sys.argv[2] if len(sys.argv) > 2 else "f32"
 alt = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {"oc_vectors": 4, "weight_regs": 3}
-files = ["tools/suites/realworld.jsonl", "tools/suites/corpus.jsonl"] + sorted(glob.glob("docs/data/holdout_s*_layers.jsonl"))
+files = ["tools/suites/realworld.jsonl", "tools/suites/corpus.jsonl"]
+files += sorted(glob.glob("docs/data/holdout_s*_layers.jsonl"))
 for f in files:
     for l in open(f):
         if not l.strip(): continue
@@ -34,6 +36,7 @@ for f in files:
             for _ in range(3):
                 t0.append(d.time(k0, threads=2, min_time=0.03)); t1.append(d.time(k1, threads=2, min_time=0.03))
             w = r["weights"]
-            rec = dict(suite=f.split("/")[-1], name=name, layout=layout, ic=w[0] // g, oc=oc, g=g, k=w[2:], s=r["strides"],
+            rec = dict(suite=f.split("/")[-1], name=name, layout=layout, ic=w[0] // g, oc=oc, g=g, k=w[2:],
+                       s=r["strides"],
                        default=k0.name, alt=k1.name, t_default=min(t0), t_alt=min(t1), ratio=min(t0) / min(t1))
             out.write(json.dumps(rec) + "\n"); out.flush()
