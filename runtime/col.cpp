@@ -8,6 +8,7 @@
 
 #include "jit/deconv_kernels.hpp"
 #include "runtime/compiled_kernel.hpp"
+#include "runtime/cpu.hpp"
 #include "runtime/half.hpp"
 #include "runtime/jit_profile.hpp"
 #include "runtime/memory.hpp"
@@ -51,7 +52,7 @@ double col_useful_share(const Problem& p) {
 // at 100-108 input pixels (sbl_r50_384_deconv1 1.27x, qwen25omni_bigvgan_up1 1.11x, bigvgan_up1 1.04x)
 // and lost from 192 (flownets_deconv4 0.93x, pix2pix_up_1024_256 at 256 0.97x), where each weight
 // already meets enough pixels in the row families' register blocks.
-bool col_preferred(const Problem& p) {
+bool col_preferred(const Problem& p, Isa isa) {
   const int64_t pixels = product(p.in), taps = product(p.kernel);
   const int64_t weight_bytes = p.c_in * p.c_out / p.groups * taps * 4;
   const int64_t col_bytes = p.batch * pixels * taps * p.c_out * 4;
@@ -72,9 +73,21 @@ bool col_preferred(const Problem& p) {
   // 21 -> 21x10 lanes 1.24-1.29x, 40 -> 40x16 1.15x; densepose_index_uv_b8 25 -> 25x16 1.02x); NCX data
   // would pay col's copies where col_x fills vectors along x instead (densepose_index_uv_b8 NCX: col 0.78x
   // of col_x).
-  // (col_preferred is planned before the ISA matters, so lanes are counted as AVX-512's 16.)
-  const int64_t oc = p.c_out;
+  // Lanes are the ISA's (8 on AVX2: 8 or 24 channels fill them). Where gemm applies to NXC data its folded
+  // x phases fill lanes too, C_OUT x the stride of them: that is the fill col must beat there. Zen 4, 2
+  // threads, NXC, col against gemm on all 8 suite and holdout layers where col was the default and gemm
+  // applied (docs/data/col_vs_gemm_zen4_2t.jsonl): AVX2 gemm 1.02-1.58x on 7 (s131 ho09, 320 -> 8 at
+  // k = s = 2: 2.48 -> 1.57 ms), 0.997 on demucs_dec6 (col for its big weights, unchanged); AVX-512 gemm
+  // 1.05-1.78x where the folded channels fill 16 lanes (8 x 2, 40 x 4), 0.84-1.00x where they do not (12 x
+  // 2 = 24 of 32 lanes, 19 x 2: col stays). The 24 rows that left col with both changes, against col by
+  // hint (docs/data/col_rule_by_isa_flips_zen4_2t.jsonl): AVX2 1.09x over 22 (s131 ho25 1.26-1.29; below
+  // 0.97: keypointrcnn_b8 NCX 0.74, whose NXC layer keeps col, and s89 ho22 0.91-0.94), AVX-512 1.20x over 2.
+  const int64_t oc = p.c_out, lanes = vector_lanes(isa);
   const double better = p.data_format == DataFormat::NXC ? 1.2 : 1.5;
+  const size_t x = p.in.size() - 1;
+  const bool gemm_folds = p.data_format == DataFormat::NXC && p.dilation[x] == 1 && p.kernel[x] % p.stride[x] == 0 &&
+                          p.stride[x] > 1 && p.pads_begin[x] % p.stride[x] == 0 && p.out[x] % p.stride[x] == 0;
+  const int64_t row_channels = gemm_folds ? oc * p.stride[x] : oc;  // what the row families fill
   // f32 only: for 16-bit data col widens sources of hundreds to thousands of pixels here, which the row
   // families read at half the bytes (on the 9 such layers where f32 takes col, 16-bit col geomean 0.80-0.96,
   // 5-6 of them below 0.97; docs/data/col_types_sweep_zen4_2t.txt). Big weights come with at most 128
@@ -82,7 +95,7 @@ bool col_preferred(const Problem& p) {
   // NXC and 1.06 NCX, gan3d_g1 0.91 the one below 0.97; AVX2 f16 1.16, none below 1.03; AVX2 bf16 1.05-1.07);
   // make_plan leaves bf16 channel pairs out (col 0.28-0.65x of them there).
   const bool fills_lanes = p.dtype == DType::f32 && oc > 4 && p.c_in >= 256 &&
-                           lane_use(taps * oc, 16) >= better * lane_use(oc, 16);
+                           lane_use(taps * oc, lanes) >= better * lane_use(row_channels, lanes);
   return possible && (big_weights || fills_lanes);
 }
 

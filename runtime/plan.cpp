@@ -426,7 +426,7 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
   // NXC-shaped destination: one decision each, made once. col is the default only without any hint: a
   // tile or layout hint keeps the row families, which can honour it.
   // bf16 channel pairs reduce at twice the rate of col's f32 GEMM (col_preferred).
-  if (h.algorithm == "col" || (h.empty() && col_preferred(p) && !avx512_bf16_usable(p.dtype, isa))) {
+  if (h.algorithm == "col" || (h.empty() && col_preferred(p, isa) && !avx512_bf16_usable(p.dtype, isa))) {
     // Its GEMM and its sums of taps are f32 (16-bit data widened exactly): not for sums in halves.
     check_hint(p.accumulation == DType::f32, "algorithm col needs accumulation f32");
     plan_col(pl, p, isa, h);

@@ -226,6 +226,18 @@ TEST(PlanHeuristic, ColWhereTapsTimesChannelsFillLanes) {
   EXPECT_FALSE(detail::col_preferred(layer(512, 32, 10, "NXC")));  // channels fill their vectors
   EXPECT_FALSE(detail::col_preferred(layer(128, 21, 10, "NXC")));  // a short reduction
   EXPECT_FALSE(detail::col_preferred(layer(512, 4, 10, "NXC")));   // the dot family's
+  // AVX2 counts its own 8 lanes: 21 channels fill 21 of 24 already; 17 fill 17 of 24, 17 x 16 taps all.
+  EXPECT_FALSE(detail::col_preferred(layer(512, 21, 10, "NXC"), Isa::avx2));
+  EXPECT_TRUE(detail::col_preferred(layer(512, 17, 16, "NXC"), Isa::avx2));
+  // Where gemm applies to NXC data its folded x phases fill lanes too (8 channels x a stride of 2: 16).
+  auto folded = [](const std::string& layout) {
+    const std::string src = layout == "NXC" ? "[1,600,320]" : "[1,320,600]";
+    return resolve(descriptor_from_json(R"({"src":)" + src + R"(,"weights":[320,8,2],"strides":[2],"data_format":")" +
+                                        layout + R"("})"));
+  };
+  EXPECT_FALSE(detail::col_preferred(folded("NXC")));
+  EXPECT_FALSE(detail::col_preferred(folded("NXC"), Isa::avx2));
+  EXPECT_TRUE(detail::col_preferred(folded("NCX")));  // 8 of 16 lanes, 16 of 16 in col (2x)
 }
 
 // bf16 channel pairs: the dot family's shape with at most 12 input channels per group (6 of its 16 pair
