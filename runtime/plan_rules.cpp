@@ -74,7 +74,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "one weight vector read by the FMAs in 3 pixels: hybrid_tile_pays), never more than the channels need"},
       {{"weight_regs", ""},
        "choose_tile: AVX2 direct and gemm keep every weight vector of a block in registers, except the 3 x 4 "
-       "tile (hybrid_tile_pays: f32, channel vectors a multiple of 4, no blocks across images, a block's "
+       "tile (hybrid_tile_pays: f32 or bf16, channel vectors a multiple of 4, no blocks across images, a block's "
        "weights per phase 16-512 KB), whose FMAs read the fourth from memory"},
       {{"oc_vectors", "gemm_x"}, "plan_gemm_x: as many output channels as fit 24 accumulators"},
       {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "

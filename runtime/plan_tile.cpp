@@ -49,10 +49,13 @@ int64_t products_per_output(const Plan& pl) {
 // the hybrid tile on all 631 suite and holdout rows (NXC and NCX) of the direct and gemm families with 32+
 // output channels: the 316 this takes 1.028x (71 above 1.05, up to 1.2-1.5: stylegan2_up_r512 1.11-1.18,
 // nnunet3d_up128_b2 1.13-1.20, maskrcnn_mask_b100 NXC 1.19; 7 below 0.95), the rest 0.997
-// (docs/data/weight_regs_avx2_sweep_zen4_2t.jsonl).
+// (docs/data/weight_regs_avx2_sweep_zen4_2t.jsonl). bf16 (each broadcast widened by a shift) on the first 80
+// of those rows: 1.026x, 3 below 0.97 (docs/data/weight_regs_avx2_bf16_rule_rows_zen4_2t.jsonl). Not f16,
+// whose blocks of four vectors already share each converted broadcast (f16_avx2_wide_block): 1.014x with 18
+// of 76 below 0.97 (docs/data/weight_regs_avx2_sweep_f16_partial_zen4_2t.jsonl).
 bool hybrid_tile_pays(const Plan& pl, int64_t n_vec) {
   const int64_t block_weight_bytes = products_per_output(pl) * 4 * pl.lanes * 4;
-  return n_vec % 4 == 0 && !pl.block_over_batch && pl.dtype == DType::f32 && block_weight_bytes >= (16 << 10) &&
+  return n_vec % 4 == 0 && !pl.block_over_batch && pl.dtype != DType::f16 && block_weight_bytes >= (16 << 10) &&
          block_weight_bytes < (512 << 10);
 }
 

@@ -317,13 +317,13 @@ TEST(PlanHeuristic, F16OnAvx2TakesFourVectorBlocks) {
   EXPECT_EQ(plan_for(layer(16, 32, DType::f16), Isa::avx2).oc_vectors, 4);
   EXPECT_EQ(plan_for(layer(16, 32, DType::f32), Isa::avx2).oc_vectors, 2);    // (8 KB: no hybrid tile)
   EXPECT_EQ(plan_for(layer(64, 32, DType::f32), Isa::avx2).weight_regs, 3);  // f32: the hybrid tile (below)
-  EXPECT_EQ(plan_for(layer(64, 32, DType::bf16), Isa::avx2).oc_vectors, 2);
+  EXPECT_EQ(plan_for(layer(16, 32, DType::bf16), Isa::avx2).oc_vectors, 2);
   EXPECT_EQ(plan_for(layer(64, 32, DType::f16), Isa::avx512_core).oc_vectors, 2);
 }
 
-// f32 on AVX2: 3 pixels x 4 vectors with the fourth weight vector read by the FMAs, where the channels fill
+// f32 and bf16 on AVX2: 3 pixels x 4 vectors with the fourth weight vector read by the FMAs, where channels fill
 // whole blocks of four and a block's weights for a phase (products per output x 128 bytes) are 16-512 KB.
-TEST(PlanHeuristic, Avx2F32TakesTheHybridTile) {
+TEST(PlanHeuristic, Avx2F32AndBf16TakeTheHybridTile) {
   auto layer = [](int64_t ic, int64_t oc, int64_t k) {
     return DeconvTester().channels(ic, oc).input({16, 40}).kernel({k, k}).stride({2, 2}).pads({1, 1}, {1, 1})
         .layout(DataFormat::NXC);
@@ -338,6 +338,7 @@ TEST(PlanHeuristic, Avx2F32TakesTheHybridTile) {
   EXPECT_EQ(plan_for(layer(1000, 64, 3), Isa::avx2).weight_regs, 3);  // 500 KB
   EXPECT_EQ(plan_for(layer(1024, 64, 3), Isa::avx2).weight_regs, 2);  // 512 KB: from beyond L2
   EXPECT_EQ(plan_for(layer(64, 40, 3), Isa::avx2).weight_regs, 2);    // 5 vectors: a tail block
+  EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::bf16), Isa::avx2).weight_regs, 3);
   EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::f16), Isa::avx2).weight_regs, 2);
   EXPECT_EQ(plan_for(layer(64, 64, 3).batch(8).input({2, 2}), Isa::avx2).weight_regs, 2);  // across images
   EXPECT_EQ(plan_for(layer(64, 64, 3), Isa::avx512_core).weight_regs, 4);
