@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Times the default plan against a forced family on every suite layer the family applies to.
+"""Times the default plan against a forced family (or any hints) on every suite layer they apply to.
 
 Each layer is re-expressed in the given layout and type, compiled twice (default, and with the hints),
 and both kernels are timed three times, interleaved; the best of each is kept. Layers where the hints are
@@ -8,6 +8,11 @@ docs/data/colx_sweep_*.jsonl hold), and a line per layer on stderr.
 
     PYTHONPATH=build/python DECONVJIT_TUNING_DB= /usr/bin/python3 tools/scripts/family_sweep.py \\
         --hints '{"algorithm":"col_x"}' --layout NCX --dtype f32 > sweep.jsonl
+
+With --over-default the hints replace only their own fields of the default plan's choices (the row's
+x_split and ur_w, which follow from the tile, are left to the planner): the AVX2 3 x 4 tile of session 16,
+    family_sweep.py --isa avx2 --layout NXC --over-default --min-cout 32 \
+        --hints '{"oc_vectors":4,"weight_regs":3}' --suite tools/suites/corpus.jsonl --suite ...
 """
 import argparse
 import json
@@ -15,6 +20,13 @@ import math
 import sys
 
 import deconvjit as d
+
+
+def over_default(kernel, hints):
+    """The kernel's choices with `hints` in place of their own fields (ur_w and x_split left to the planner)."""
+    choices = {k: v for k, v in kernel.plan["choices"].items() if k not in ("ur_w", "x_split")}
+    choices.update(hints)
+    return choices
 
 
 def main():
@@ -28,6 +40,10 @@ def main():
     ap.add_argument("--max-cout", type=int, default=0, help="skip layers with more output channels (0: none)")
     ap.add_argument("--base", help="hints of the baseline plan (default: the heuristic's plan)")
     ap.add_argument("--min-dst-mb", type=float, default=0, help="skip layers with a smaller output (MB)")
+    ap.add_argument("--min-cout", type=int, default=0, help="skip layers with fewer output channels")
+    ap.add_argument("--default-has", help="only layers whose default kernel name contains this (e.g. _col_)")
+    ap.add_argument("--over-default", action="store_true",
+                    help="apply the hints over the default plan's choices instead of over the heuristic")
     a = ap.parse_args()
     hints = json.loads(a.hints)
     base = json.loads(a.base) if a.base else None
@@ -38,7 +54,7 @@ def main():
                 continue
             r = json.loads(line)
             name = r.pop("name")
-            if a.max_cout and r["weights"][1] > a.max_cout:
+            if (a.max_cout and r["weights"][1] > a.max_cout) or r["weights"][1] < a.min_cout:
                 continue
             r["dtype"] = a.dtype
             if a.layout != r.get("data_format", "NCX"):  # suites hold NCX shapes: move C last for NXC
@@ -46,9 +62,12 @@ def main():
                 r["src"] = [s[0]] + s[2:] + [s[1]]
             r["data_format"] = a.layout
             try:
-                forced = d.compile(json.dumps(r), isa=a.isa, hints=hints)
-                default = d.compile(json.dumps(r), isa=a.isa, hints=base) if base else d.compile(json.dumps(r), isa=a.isa)
+                desc = json.dumps(r)
+                default = d.compile(desc, isa=a.isa, hints=base) if base else d.compile(desc, isa=a.isa)
+                forced = d.compile(desc, isa=a.isa, hints=over_default(default, hints) if a.over_default else hints)
             except Exception:
+                continue
+            if a.default_has and a.default_has not in default.name:
                 continue
             if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
                 continue
