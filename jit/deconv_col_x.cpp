@@ -502,9 +502,12 @@ void ColXGenerator::emit_store(int64_t t, int c, int u, int64_t m) {
 }
 
 void ColXGenerator::emit_tables() {
+  if (pairs()) {  // (bf16 pairs only: nothing else reads it)
+    align(64);
+    L(l_pairs_);  // word 2j <- j (first channel), word 2j + 1 <- 16 + j (second)
+    for (int j = 0; j < 16; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
+  }
   align(64);
-  L(l_pairs_);  // word 2j <- j (first channel), word 2j + 1 <- 16 + j (second)
-  for (int j = 0; j < 16; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
   L(l_index_);
   const int64_t n = lanes();
   for (int64_t m = 0; m < s(); ++m)
