@@ -84,10 +84,9 @@ bool col_preferred(const Problem& p, Isa isa) {
   // 0.97: keypointrcnn_b8 NCX 0.74, whose NXC layer keeps col, and s89 ho22 0.91-0.94), AVX-512 1.20x over 2.
   const int64_t oc = p.c_out, lanes = vector_lanes(isa);
   const double better = p.data_format == DataFormat::NXC ? 1.2 : 1.5;
-  const size_t x = p.in.size() - 1;
-  const bool gemm_folds = p.data_format == DataFormat::NXC && p.dilation[x] == 1 && p.kernel[x] % p.stride[x] == 0 &&
-                          p.stride[x] > 1 && p.pads_begin[x] % p.stride[x] == 0 && p.out[x] % p.stride[x] == 0;
-  const int64_t row_channels = gemm_folds ? oc * p.stride[x] : oc;  // what the row families fill
+  const Axis x = make_axis(p, p.spatial_rank - 1);
+  const bool gemm_folds = p.data_format == DataFormat::NXC && gemm_applies(p, x);
+  const int64_t row_channels = gemm_folds ? oc * x.stride : oc;  // what the row families fill
   // f32 only: for 16-bit data col widens sources of hundreds to thousands of pixels here, which the row
   // families read at half the bytes (on the 9 such layers where f32 takes col, 16-bit col geomean 0.80-0.96,
   // 5-6 of them below 0.97; docs/data/col_types_sweep_zen4_2t.txt). Big weights come with at most 128

@@ -39,9 +39,6 @@ void choose_ic_pairs(Plan& pl, const TuningHints& h) {
   pl.ic_pairs = possible && h.ic_pairs != 0 && !(h.ic_pairs == -1 && h.widen_src == 1);
 }
 
-namespace {
-
-
 Axis make_axis(const Problem& p, int i) {
   Axis a;
   a.in = p.in[i];
@@ -55,6 +52,8 @@ Axis make_axis(const Problem& p, int i) {
   a.tap_i_step = a.dilation / g;
   return a;
 }
+
+namespace {
 
 void fold_x_phases(Plan& pl) {
   Axis& x = pl.axes[2];

@@ -388,6 +388,10 @@ inline int col_x_tile_vectors(const Plan& pl) { return pl.block_over_batch ? 1 :
 // col (runtime/col.cpp): whether the default heuristic takes it, and the inner GEMM's descriptor: N
 // images of prod(in) pixels, C_IN -> taps * C_OUT channels (channel t * C_OUT + co), kernel 1, NXC.
 bool col_preferred(const Problem& p, Isa isa = Isa::avx512_core);
+// Axis i of the problem as the planner sees it (plan.cpp), and whether the gemm family can fold its x
+// phases into channels (plan_route.cpp).
+Axis make_axis(const Problem& p, int i);
+bool gemm_applies(const Problem& p, const Axis& x);
 Descriptor col_inner_descriptor(const Problem& p);
 // col's own plan (make_plan_at): it names the inner GEMM kernel, planned as a kernel of its own.
 void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h);

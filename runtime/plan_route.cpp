@@ -7,7 +7,6 @@
 #include "runtime/plan.hpp"
 
 namespace deconvjit::detail {
-namespace {
 
 // With dilation 1, K a multiple of s and pads and output aligned to s, every x phase has the same K/s
 // taps at the same input offsets: the s phases of an output chunk fold into the channel dimension
@@ -16,6 +15,8 @@ bool gemm_applies(const Problem& p, const Axis& x) {
   return p.groups == 1 && x.dilation == 1 && x.kernel % x.stride == 0 && (x.stride > 1 || x.kernel == 1) &&
          x.pad_begin % x.stride == 0 && x.out % x.stride == 0;
 }
+
+namespace {
 
 // bf16 channel pairs (vdpbf16ps) fill the dot family's vectors 16 pairs at a time: with at most 12 input
 // channels per group, 6 pairs or fewer, the direct family's pairs run ahead from 3 output channels per
