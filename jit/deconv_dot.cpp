@@ -75,6 +75,7 @@ class DotGenerator : public RowKernelGenerator {
     for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + o * oc_stride]);
     for (int p = 0; p < w_; ++p) {
       const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
+      prefetch_next_block(p);
       if (pl_.ic_pairs) {  // 32 bf16 channels as they are: vdpbf16ps pairs them with the weights
         if (tail)
           vmovdqu16(Zmm(xvec().getIdx()) | k1 | T_z, a);
@@ -87,6 +88,12 @@ class DotGenerator : public RowKernelGenerator {
       load_src(a, tail);
       for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(p, o), wvec(o), xvec());
     }
+  }
+
+  // Plan::prefetch_src: pixel p's vector (or pair) at this step in the next block along the row (w pixels
+  // on, where the row kernel moves r_src); past a row's last block whatever follows, which costs nothing.
+  void prefetch_next_block(int p) {
+    if (pl_.prefetch_src) prefetcht0(ptr[r_sx + (w_ + p) * pl_.src_pix_stride * eb()]);
   }
 
   // One pixel's input-channel vector into xvec() as f32 (the tail under its mask).
@@ -138,6 +145,7 @@ class DotGenerator : public RowKernelGenerator {
     for (int t = 0; t < n; ++t)
       for (int o = 0; o < n_oc(); ++o) vmovups(ftap(t, o), ptr[r_wx + t * wstep + o * oc_stride]);
     auto meets = [&](int64_t j, int t) { return j - k * t >= 0 && j - k * t < w_; };
+    for (int p = 0; p < w_; ++p) prefetch_next_block(p);  // (the next block's taps reach back into this one)
     for (int64_t j = w_ - 1; j >= k * (n - 1); --j) {
       bool used = false;  // (a block narrower than |k| pixels skips some between its taps' runs)
       for (int t = 0; t < n; ++t) used |= meets(j, t);
@@ -179,6 +187,7 @@ class DotGenerator : public RowKernelGenerator {
         vmovups(wodd(o), ptr[r_wx + vbytes() + o * oc_stride]);
       }
       for (int p = 0; p < w_; ++p) {
+        prefetch_next_block(p);
         load_pair(xvec(), pixel(p));
         vpslld(tvec(), xvec(), 16);
         bf16_odd(xvec(), xvec());
@@ -191,6 +200,7 @@ class DotGenerator : public RowKernelGenerator {
       for (int odd = 0; odd < 2; ++odd) {
         for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + odd * vbytes() + o * oc_stride]);
         for (int p = 0; p < w_; ++p) {
+          if (!odd) prefetch_next_block(p);
           load_pair(xvec(), pixel(p));
           if (odd)
             bf16_odd(xvec(), xvec());

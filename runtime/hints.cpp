@@ -30,14 +30,14 @@ constexpr IntField kInts[] = {
     {"ic_pairs", &TuningHints::ic_pairs, -1, true}, {"ic_unroll", &TuningHints::ic_unroll, 0},
     {"nt_stores", &TuningHints::nt_stores, -1, true},      {"oc_chunk", &TuningHints::oc_chunk, 0},
     {"oc_loop", &TuningHints::oc_loop, 0},          {"oc_vectors", &TuningHints::oc_vectors, 0},
-    {"pack_src", &TuningHints::pack_src, -1, true},
+    {"pack_src", &TuningHints::pack_src, -1, true},      {"prefetch_src", &TuningHints::prefetch_src, -1, true},
     {"parallel", &TuningHints::parallel, -1, true},       {"row_chunk", &TuningHints::row_chunk, 0},
     {"rows_per_block", &TuningHints::rows_per_block, 0}, {"ur_w", &TuningHints::ur_w, 0},
     {"weight_regs", &TuningHints::weight_regs, 0}, {"widen_src", &TuningHints::widen_src, -1, true},
     {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};
 
 // A new field must join the tables above; this tripwire makes sure of it.
-static_assert(sizeof(TuningHints) == (22 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
+static_assert(sizeof(TuningHints) == (23 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
 
 std::string known_fields() {

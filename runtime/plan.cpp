@@ -132,6 +132,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.oc_loop > 1) os << "_ocl";
   if (pl.nt_stores) os << "_nt";
   if (pl.pack_src) os << "_pk";
+  if (pl.prefetch_src) os << "_pf";
   if (weight_regs_possible(pl) && pl.weight_regs < pl.main.vectors) os << "_wr" << pl.weight_regs;
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
@@ -447,6 +448,7 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
       plan_gemm_x(pl, p, h);
     check_family_hints(pl, h);
     choose_nt_stores(pl, p, h);
+    choose_prefetch_src(pl, p, h);
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }

@@ -131,7 +131,8 @@ struct Plan {
   bool nt_stores = false;
   // Non-temporal stores by the kernel itself: into dst, never into the row buffer (its flush takes them).
   bool kernel_nt_stores() const { return nt_stores && !row_buffered(layout); }
-  // col_x: software prefetch of each channel row's piece two tiles ahead (see plan_col_x).
+  // Software prefetch of the source (TuningHints::prefetch_src): the direct, gemm and dot families ask for
+  // the next block's at each pixel's offsets; col_x for each channel row's piece two tiles ahead.
   bool prefetch_src = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
@@ -286,6 +287,13 @@ bool batch_blocking_pays(int64_t batch, int64_t out_x, int64_t stride_x, Isa isa
 bool band_rows_pay(const Plan& pl);
 void choose_band_rows(Plan& pl, const TuningHints& h);
 int64_t default_band_rows(const Plan& pl);
+// Software prefetch of the source (Plan::prefetch_src): where the generators honour it, and by the hint or
+// the default (col_x_prefetch_pays for col_x, prefetch_src_pays for the row families).
+bool prefetch_src_possible(const Plan& pl);
+void choose_prefetch_src(Plan& pl, const Problem& p, const TuningHints& h);
+bool prefetch_src_default(const Plan& pl, const Problem& p);
+bool prefetch_src_pays(const Plan& pl, const Problem& p);
+bool col_x_prefetch_pays(const Plan& pl);
 // The one refusal of each of these hints (runtime/plan_copies.cpp).
 extern const char* const kWidenSrcNeeds;
 extern const char* const kBandRowsNeeds;

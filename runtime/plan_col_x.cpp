@@ -54,6 +54,18 @@ bool col_x_applies(const Problem& p, Isa isa) {
 }
 
 // Output-row tiles of `vectors` input vectors: the ones a row's outputs need, [first, end).
+// Each channel row's piece two tiles ahead is asked for in software where a row spans several tiles:
+// hundreds of channel rows outrun the hardware prefetchers (lsgan_d7_b16, 64 channels x 3 rows of 7
+// tiles: 6.4 -> 2.4 ms; convtasnet_decoder 0.51 -> 0.48). A row of one tile walks each channel plane
+// row after row, which they follow, and a prefetch takes a load slot beside the one load and few FMAs of
+// a tap (without: cdcgan_mnist_h2_b64 0.53 -> 0.45 ms; infogan_mnist_up2_b64 and tfdcgan_mnist_l3_b256,
+// also rows of one tile, lose 1-2%). Measured on 2 threads, f32; bf16 pairs (heavier taps) within 1%.
+bool col_x_prefetch_pays(const Plan& pl) {
+  int64_t first = 0, end = 0;
+  col_x_tiles(pl, first, end);
+  return end - first > 1;
+}
+
 void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end) {
   const Axis& x = pl.axes[2];
   const int64_t span = int64_t{pl.lanes} * col_x_tile_vectors(pl) * x.stride;  // output q per tile
@@ -136,13 +148,6 @@ void plan_col_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(parts >= 1 && parts <= 8 && parts <= std::max<int64_t>(1, tiles),
              "col_x: x_split between 1 and min(8, tiles per row = " + std::to_string(tiles) + ")");
   pl.x_split = parts;
-  // Each channel row's piece two tiles ahead is asked for in software where a row spans several tiles:
-  // hundreds of channel rows outrun the hardware prefetchers (lsgan_d7_b16, 64 channels x 3 rows of 7
-  // tiles: 6.4 -> 2.4 ms; convtasnet_decoder 0.51 -> 0.48). A row of one tile walks each channel plane
-  // row after row, which they follow, and a prefetch takes a load slot beside the one load and few FMAs of
-  // a tap (without: cdcgan_mnist_h2_b64 0.53 -> 0.45 ms; infogan_mnist_up2_b64 and tfdcgan_mnist_l3_b256,
-  // also rows of one tile, lose 1-2%). Measured on 2 threads, f32; bf16 pairs (heavier taps) within 1%.
-  pl.prefetch_src = tiles > 1;
 
   const int64_t in_sp = az.in * ay.in * ax.in, out_sp = az.out * ay.out * ax.out;
   pl.src_c = in_sp, pl.src_x = 1, pl.src_n = p.c_in * in_sp;

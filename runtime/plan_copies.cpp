@@ -49,6 +49,47 @@ bool widen_src_pays(const Plan& pl, const Problem& p) {
 
 bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps) { return 2 * oc_per_group * taps >= 1024; }
 
+constexpr int64_t kPrefetchMinSrcBytes = int64_t{12} << 20;
+constexpr int64_t kPrefetchMaxBlockBytes = int64_t{12} << 10;
+
+// The one refusal of prefetch_src.
+const char* const kPrefetchSrcNeeds =
+    "prefetch_src needs the direct, gemm or dot family reading NXC data in place, or col_x";
+
+// Where the generators (jit/deconv_direct.cpp, deconv_dot.cpp, deconv_col_x.cpp) ask for the next block.
+bool prefetch_src_possible(const Plan& pl) {
+  if (pl.algorithm == Algorithm::col_x) return true;
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                      pl.algorithm == Algorithm::dot;
+  return family && pl.layout == LayoutPath::nxc;
+}
+
+void choose_prefetch_src(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = prefetch_src_possible(pl);
+  check_hint(h.prefetch_src != 1 || possible, kPrefetchSrcNeeds);
+  pl.prefetch_src = possible && (h.prefetch_src >= 0 ? h.prefetch_src == 1 : prefetch_src_default(pl, p));
+}
+
+bool prefetch_src_default(const Plan& pl, const Problem& p) {
+  return pl.algorithm == Algorithm::col_x ? col_x_prefetch_pays(pl) : prefetch_src_pays(pl, p);
+}
+
+// The row families ask for the next block's source where the source is big enough to come from beyond the
+// caches while the FMAs run, and that next block is small next to the 32 KB L1. Measured, Zen 4, NXC, f32,
+// 2 threads, every suite and holdout layer (s89, s97, s131, s151) of 3 MB of source or more that a row
+// family takes, prefetch against none, min of 3 interleaved (docs/data/prefetch_src_sweep_*_zen4_2t.jsonl):
+// where this takes it, AVX2 1.113 over 50 layers, AVX-512 1.091 over 45 (1x1 layers of 24-320 channels from
+// 50-83 MB: 1.4-1.6x on both ISAs; unet_up1 1.33x; dot rows of one output channel up to 1.2x, and a
+// streaming one, dprnn_decoder, ran at 0.27-1.5 ms from one timing to the next without, 0.25-0.39 with).
+// From 8 to 12 MB of source, part of which the 32 MB L3 keeps between runs, results were mixed (AVX2 1.05,
+// AVX-512 1.02). Next blocks of more than 12 KB lost: dot blocks of 12-16 pixels of 512-597 channels
+// (convtasnet_decoder 0.67-0.78, pwcnet_upfeat3 0.90 on AVX-512), 6 pixels of 1024 (pix2pixhd_g1_up1 0.77).
+bool prefetch_src_pays(const Plan& pl, const Problem& p) {
+  const int64_t src_bytes = p.src_elements() * pl.src_elem_bytes();
+  const int64_t next_block_bytes = pl.ur_w * pl.src_pix_stride * pl.src_elem_bytes();
+  return src_bytes >= kPrefetchMinSrcBytes && next_block_bytes <= kPrefetchMaxBlockBytes;
+}
+
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
     "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's "

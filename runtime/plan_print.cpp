@@ -79,6 +79,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (fuse_x_possible(pl)) c.fuse_x_taps = pl.fused_x_taps ? 1 : 0;     // likewise: depthwise and dot rows
   if (edge_blocks_possible(pl)) c.edge_blocks = pl.edges.empty() ? 0 : 1;  // likewise: rows with the halo
   if (weight_regs_possible(pl)) c.weight_regs = pl.weight_regs;           // likewise: AVX2 row tiles
+  if (prefetch_src_possible(pl)) c.prefetch_src = pl.prefetch_src ? 1 : 0;  // likewise: NXC rows, col_x
   if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;

@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--max-cout", type=int, default=0, help="skip layers with more output channels (0: none)")
     ap.add_argument("--base", help="hints of the baseline plan (default: the heuristic's plan)")
     ap.add_argument("--min-dst-mb", type=float, default=0, help="skip layers with a smaller output (MB)")
+    ap.add_argument("--min-src-mb", type=float, default=0, help="skip layers with a smaller source (MB)")
     ap.add_argument("--min-cout", type=int, default=0, help="skip layers with fewer output channels")
     ap.add_argument("--default-has", help="only layers whose default kernel name contains this (e.g. _col_)")
     ap.add_argument("--over-default", action="store_true",
@@ -70,6 +71,8 @@ def main():
             if a.default_has and a.default_has not in default.name:
                 continue
             if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
+                continue
+            if math.prod(default.src_shape) * default.dtype.itemsize < a.min_src_mb * 1e6:
                 continue
             if default.name == forced.name:
                 continue

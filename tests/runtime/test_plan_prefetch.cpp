@@ -1,0 +1,74 @@
+// Software prefetch of the source (runtime/plan_copies.cpp, prefetch_src_pays; col_x_prefetch_pays), planned
+// for any CPU: its bounds, the layouts and families that never take it, and the hint both ways.
+#include <gtest/gtest.h>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/plan.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/plan_helpers.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+using testing::DeconvTester;
+
+// 1x1 from 256 input channels (1 KB per f32 pixel) to 24, over `pixels` NXC pixels of one row each.
+DeconvTester pointwise(int64_t rows, int64_t cols) {
+  return DeconvTester().channels(256, 24).input({rows, cols}).kernel({1, 1}).layout(DataFormat::NXC);
+}
+
+TEST(PlanPrefetch, RowsAskForTheNextBlockOfABigSource) {
+  for (Isa isa : kIsas) {
+    SCOPED_TRACE(to_string(isa));
+    // 12 MB of source (12288 pixels of 1 KB), blocks of a few KB: from exactly the bound.
+    const Plan at = plan_for(pointwise(96, 128), isa);
+    ASSERT_TRUE(at.algorithm == Algorithm::gemm || at.algorithm == Algorithm::direct) << at.name;
+    EXPECT_TRUE(at.prefetch_src) << at.name;
+    EXPECT_NE(at.name.find("_pf"), std::string::npos) << at.name;
+    EXPECT_FALSE(plan_for(pointwise(96, 127), isa).prefetch_src);  // 1 KB short of it
+    // The same elements in bf16 are half the bytes.
+    EXPECT_FALSE(plan_for(pointwise(96, 128).dtype(DType::bf16), isa).prefetch_src);
+    // dot rows: 64 channels (blocks of 12-16 pixels, 4 KB) from 16 MB take it; 512 channels (24-32 KB of
+    // next block, more than a third of L1) do not.
+    const DeconvTester narrow = DeconvTester().rank(1).batch(2).channels(64, 1).input({32000}).kernel({2})
+                                    .stride({1}).layout(DataFormat::NXC);
+    const Plan dot = plan_for(narrow, isa);
+    ASSERT_EQ(dot.algorithm, Algorithm::dot);
+    EXPECT_TRUE(dot.prefetch_src);
+    const DeconvTester wide = DeconvTester().rank(1).batch(2).channels(512, 1).input({4000}).kernel({16})
+                                  .stride({8}).layout(DataFormat::NXC);
+    const Plan wide_dot = plan_for(wide, isa);
+    ASSERT_EQ(wide_dot.algorithm, Algorithm::dot);
+    ASSERT_GE(wide_dot.ur_w * 512 * 4, 12 << 10);
+    EXPECT_FALSE(wide_dot.prefetch_src);
+    // NCX data through the row buffer (a copy the caches hold) never asks: the generators do not.
+    EXPECT_FALSE(plan_for(pointwise(96, 128).layout(DataFormat::NCX), isa).prefetch_src);
+    // The hint decides both ways where the plan can have it.
+    TuningHints off, on;
+    off.prefetch_src = 0;
+    on.prefetch_src = 1;
+    EXPECT_FALSE(plan_for(pointwise(96, 128), isa, off).prefetch_src);
+    EXPECT_TRUE(plan_for(pointwise(8, 8), isa, on).prefetch_src);
+    EXPECT_TRUE(plan_for(wide, isa, on).prefetch_src);
+  }
+}
+
+// col_x keeps its own rule: a channel row's piece two tiles on where a row spans several tiles.
+TEST(PlanPrefetch, ColXAsksWhereARowSpansSeveralTiles) {
+  TuningHints col_x;
+  col_x.algorithm = "col_x";
+  const DeconvTester t = DeconvTester().channels(64, 3).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1});
+  for (Isa isa : kIsas) {
+    SCOPED_TRACE(to_string(isa));
+    const Plan several = plan_for(DeconvTester(t).input({5, 60}), isa, col_x);
+    ASSERT_EQ(several.algorithm, Algorithm::col_x);
+    EXPECT_TRUE(several.prefetch_src);
+    EXPECT_FALSE(plan_for(DeconvTester(t).input({5, 3}), isa, col_x).prefetch_src);
+    TuningHints off = col_x;
+    off.prefetch_src = 0;
+    EXPECT_FALSE(plan_for(DeconvTester(t).input({5, 60}), isa, off).prefetch_src);
+  }
+}
+
+}  // namespace
+}  // namespace deconvjit::detail
