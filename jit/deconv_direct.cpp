@@ -122,7 +122,8 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_widened_group() {
     const int u = pl_.ic_unroll;
-    prefetch_next_block(0, 1, 1);
+    if (pl_.prefetch_src)  // (a pass reads all its pixels' channels at once: each asked for at its first)
+      for (int p = 0; p < w_; ++p) prefetch_pixel(p, 0);
     for (int p = p_lo_; p < p_hi_; ++p) {
       const int idx = bvec(p).getIdx();
       const Xmm t = u == 16 ? Zmm(idx) : u == 8 ? Ymm(idx) : Xmm(idx);
@@ -184,7 +185,7 @@ class DirectGenerator : public RowKernelGenerator {
   void emit_pair_step(int k, bool lone) {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
     for (int v = 0; v < nv(); ++v) vmovups(wvec(v), ptr[r_wx + wofs + v * vbytes()]);
-    if (!lone) prefetch_next_block(k, 2);
+    if (!lone) prefetch_next_block(k, 2 * k);
     for (int p = p_lo_; p < p_hi_; ++p) {
       const int64_t sofs = (p * pl_.src_pix_stride + 2 * k) * seb();
       const Zmm b(bvec(p).getIdx());
@@ -227,22 +228,24 @@ class DirectGenerator : public RowKernelGenerator {
     }
   }
 
-  // Plan::prefetch_src: step k asks for the pixels p = k (mod ic_unroll) of the next block along the row
-  // (w pixels on, where the row kernel moves r_src) at this step's channel, so each pixel's source a pass
-  // of the unrolled loop ahead; past a row's last block it asks for whatever follows, which costs nothing.
-  // (bf16 pairs: two channels per step; the f16 widened group asks for all its pixels at channel 0.)
-  void prefetch_next_block(int k, int channels_per_step = 1, int every = 0) {
+  // Plan::prefetch_src: the source of the next block along the row (w pixels on, where the row kernel moves
+  // r_src), asked for at the offsets this block reads. Step k of an unrolled pass asks for the pixels
+  // p = k (mod ic_unroll) at its own channel (bf16 pairs: channel 2k), so each pass asks once per pixel;
+  // past a row's last block it asks for whatever follows, which costs nothing.
+  void prefetch_next_block(int k, int channel) {
     if (!pl_.prefetch_src) return;
-    for (int p = k; p < w_; p += every ? every : pl_.ic_unroll)
-      prefetcht0(ptr[r_sx + ((w_ + p) * pl_.src_pix_stride + k * channels_per_step * pl_.src_ic_stride) * seb()]);
+    for (int p = k; p < w_; p += pl_.ic_unroll) prefetch_pixel(p, channel);
+  }
+  void prefetch_pixel(int p, int channel) {
+    prefetcht0(ptr[r_sx + ((w_ + p) * pl_.src_pix_stride + channel * pl_.src_ic_stride) * seb()]);
   }
 
   // One input channel: nv weight vectors, one broadcast per pixel, w*nv FMAs.
   void emit_ic_step(int k) {
     const int64_t wofs = k * bk_->wei_ic_step * kFloat;
     load_weights(wofs);
-    prefetch_next_block(k);
     if (depthwise()) return emit_depthwise_step();
+    prefetch_next_block(k, k);
     for (int p = p_lo_; p < p_hi_; ++p) {
       const int64_t sofs = (p * pl_.src_pix_stride + k * pl_.src_ic_stride) * seb();
       if (embedded_broadcast()) {

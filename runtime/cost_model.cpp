@@ -172,7 +172,7 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   if (band_possible(pl) && (pl.band_rows > 0) != band_rows_pay(pl)) e.efficiency *= 0.95;
   // Depthwise taps fused along x: 1.07-1.27x geomean where the rule takes them (choose_fused_x_taps).
   if (fuse_x_possible(pl) && (pl.fused_x_taps > 0) != fuse_x_pays(pl, p)) e.efficiency *= 0.85;
-  // Software prefetch of the source: where prefetch_src_pays (col_x: plan_col_x) says, and not elsewhere.
+  // Software prefetch of the source: where prefetch_src_default says (prefetch_src_pays, col_x_prefetch_pays).
   if (prefetch_src_possible(pl) && pl.prefetch_src != prefetch_src_default(pl, p)) e.efficiency *= 0.9;
   if (widen_src_possible(pl)) {
     const bool pays = widen_src_pays(pl, p);

@@ -30,8 +30,9 @@ constexpr IntField kInts[] = {
     {"ic_pairs", &TuningHints::ic_pairs, -1, true}, {"ic_unroll", &TuningHints::ic_unroll, 0},
     {"nt_stores", &TuningHints::nt_stores, -1, true},      {"oc_chunk", &TuningHints::oc_chunk, 0},
     {"oc_loop", &TuningHints::oc_loop, 0},          {"oc_vectors", &TuningHints::oc_vectors, 0},
-    {"pack_src", &TuningHints::pack_src, -1, true},      {"prefetch_src", &TuningHints::prefetch_src, -1, true},
-    {"parallel", &TuningHints::parallel, -1, true},       {"row_chunk", &TuningHints::row_chunk, 0},
+    {"pack_src", &TuningHints::pack_src, -1, true},
+    {"parallel", &TuningHints::parallel, -1, true},       {"prefetch_src", &TuningHints::prefetch_src, -1, true},
+    {"row_chunk", &TuningHints::row_chunk, 0},
     {"rows_per_block", &TuningHints::rows_per_block, 0}, {"ur_w", &TuningHints::ur_w, 0},
     {"weight_regs", &TuningHints::weight_regs, 0}, {"widen_src", &TuningHints::widen_src, -1, true},
     {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};

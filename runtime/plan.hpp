@@ -132,7 +132,8 @@ struct Plan {
   // Non-temporal stores by the kernel itself: into dst, never into the row buffer (its flush takes them).
   bool kernel_nt_stores() const { return nt_stores && !row_buffered(layout); }
   // Software prefetch of the source (TuningHints::prefetch_src): the direct, gemm and dot families ask for
-  // the next block's at each pixel's offsets; col_x for each channel row's piece two tiles ahead.
+  // the next block's source at the offsets they read in this one; col_x for each channel row's piece two
+  // tiles ahead.
   bool prefetch_src = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).

@@ -53,7 +53,6 @@ bool col_x_applies(const Problem& p, Isa isa) {
          x_taps(p) < lanes * s && out_sp * accumulators(isa) * 4 < (int64_t{1} << 31);
 }
 
-// Output-row tiles of `vectors` input vectors: the ones a row's outputs need, [first, end).
 // Each channel row's piece two tiles ahead is asked for in software where a row spans several tiles:
 // hundreds of channel rows outrun the hardware prefetchers (lsgan_d7_b16, 64 channels x 3 rows of 7
 // tiles: 6.4 -> 2.4 ms; convtasnet_decoder 0.51 -> 0.48). A row of one tile walks each channel plane
@@ -66,6 +65,7 @@ bool col_x_prefetch_pays(const Plan& pl) {
   return end - first > 1;
 }
 
+// Output-row tiles of `vectors` input vectors: the ones a row's outputs need, [first, end).
 void col_x_tiles(const Plan& pl, int64_t& first, int64_t& end) {
   const Axis& x = pl.axes[2];
   const int64_t span = int64_t{pl.lanes} * col_x_tile_vectors(pl) * x.stride;  // output q per tile

@@ -1,6 +1,6 @@
-// Planning, how the source reaches the row kernels when it is copied: widened to f32 once
-// (Plan::widen_src), and for NCX through the row buffer, band by band (Plan::band_rows) rather than as one
-// whole-tensor transpose.
+// Planning, how the source reaches the row kernels: widened to f32 once (Plan::widen_src), asked for ahead
+// of the FMAs (Plan::prefetch_src), and for NCX through the row buffer, band by band (Plan::band_rows)
+// rather than as one whole-tensor transpose.
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -49,19 +49,25 @@ bool widen_src_pays(const Plan& pl, const Problem& p) {
 
 bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps) { return 2 * oc_per_group * taps >= 1024; }
 
-constexpr int64_t kPrefetchMinSrcBytes = int64_t{12} << 20;
+constexpr int64_t kPrefetchMinSrcBytes = int64_t{8} << 20;
 constexpr int64_t kPrefetchMaxBlockBytes = int64_t{12} << 10;
 
 // The one refusal of prefetch_src.
 const char* const kPrefetchSrcNeeds =
-    "prefetch_src needs the direct, gemm or dot family reading NXC data in place, or col_x";
+    "prefetch_src needs the direct, gemm or dot family on NXC data with blocks along x (not across images), "
+    "or col_x";
 
-// Where the generators (jit/deconv_direct.cpp, deconv_dot.cpp, deconv_col_x.cpp) ask for the next block.
+// Where the generators (jit/deconv_direct.cpp, deconv_dot.cpp, deconv_col_x.cpp) ask for the next block:
+// along a row (blocks across images would ask an image or more ahead, and lost where measured: the 4 such
+// sweep layers 0.70-1.03x), at an offset from the block's source pointer that fits a 32-bit displacement
+// (the farthest: the last pixel of the next block at the last channel of an unrolled pass).
 bool prefetch_src_possible(const Plan& pl) {
   if (pl.algorithm == Algorithm::col_x) return true;
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                       pl.algorithm == Algorithm::dot;
-  return family && pl.layout == LayoutPath::nxc;
+  const int64_t farthest = ((2 * int64_t{pl.ur_w} - 1) * pl.src_pix_stride + 2 * pl.ic_unroll * pl.src_ic_stride) *
+                           pl.src_elem_bytes();
+  return family && pl.layout == LayoutPath::nxc && !pl.block_over_batch && farthest < (int64_t{1} << 31);
 }
 
 void choose_prefetch_src(Plan& pl, const Problem& p, const TuningHints& h) {
@@ -75,15 +81,17 @@ bool prefetch_src_default(const Plan& pl, const Problem& p) {
 }
 
 // The row families ask for the next block's source where the source is big enough to come from beyond the
-// caches while the FMAs run, and that next block is small next to the 32 KB L1. Measured, Zen 4, NXC, f32,
-// 2 threads, every suite and holdout layer (s89, s97, s131, s151) of 3 MB of source or more that a row
-// family takes, prefetch against none, min of 3 interleaved (docs/data/prefetch_src_sweep_*_zen4_2t.jsonl):
-// where this takes it, AVX2 1.113 over 50 layers, AVX-512 1.091 over 45 (1x1 layers of 24-320 channels from
-// 50-83 MB: 1.4-1.6x on both ISAs; unet_up1 1.33x; dot rows of one output channel up to 1.2x, and a
-// streaming one, dprnn_decoder, ran at 0.27-1.5 ms from one timing to the next without, 0.25-0.39 with).
-// From 8 to 12 MB of source, part of which the 32 MB L3 keeps between runs, results were mixed (AVX2 1.05,
-// AVX-512 1.02). Next blocks of more than 12 KB lost: dot blocks of 12-16 pixels of 512-597 channels
-// (convtasnet_decoder 0.67-0.78, pwcnet_upfeat3 0.90 on AVX-512), 6 pixels of 1024 (pix2pixhd_g1_up1 0.77).
+// caches while the FMAs run (8 MiB: four times the two cores' L2), and that next block is small next to the
+// 32 KB L1. Measured, Zen 4, NXC, f32, 2 threads, every suite and holdout layer (s89, s97, s131, s151) of 3
+// MB of source or more that a row family takes, prefetch against none, min of 3 interleaved
+// (docs/data/prefetch_src_sweep_*_zen4_2t.jsonl). Where this takes it: AVX2 1.112 over 64 layers, AVX-512
+// 1.084 over 58 (the 1x1 layers of 50-83 MB from 320 -> 24, 128 -> 4 and 768 -> 19 channels 1.17-1.58x on
+// AVX2, 1.03-1.50x on AVX-512; unet_up1 1.33x; a streaming dot row, dprnn_decoder, ran at 0.27-1.5 ms from
+// one timing to the next without, 0.25-0.39 with; below 0.95: AVX2 pointpillars_up1_k1 0.60 (0.98 timed
+// again), ho41 0.86 (19 channels, 70 MB), nnunet2d_up64_b2 0.90 (1.02 again), enet_fullconv 0.93, AVX-512
+// unetr_dec2 0.91). From 3 to 8 MiB: AVX2 0.99 over 58, AVX-512 1.01 over 51. Next blocks of more than
+// 12 KB lost: dot blocks of 12-16 pixels of 512-597 channels (convtasnet_decoder 0.67-0.78, pwcnet_upfeat3
+// 0.90 on AVX-512), 6 pixels of 1024 (pix2pixhd_g1_up1 0.77).
 bool prefetch_src_pays(const Plan& pl, const Problem& p) {
   const int64_t src_bytes = p.src_elements() * pl.src_elem_bytes();
   const int64_t next_block_bytes = pl.ur_w * pl.src_pix_stride * pl.src_elem_bytes();

@@ -154,7 +154,7 @@ struct TuningHints {
   // the FMA). The registers freed make room for a third pixel of four vectors (3 x 4), which broadcasts
   // each source element for four FMAs instead of two.
   int weight_regs = 0;
-  // direct, gemm and dot families reading NXC data in place, and col_x: -1 heuristic, 0 off, 1 on. On:
+  // direct, gemm and dot families on NXC data (blocks along x), and col_x: -1 heuristic, 0 off, 1 on. On:
   // while a register block works, it asks (prefetcht0) for the source the next block along the row will
   // read, so that a source streamed from memory arrives before the FMAs wait for it (col_x: each channel
   // row's piece two tiles on).

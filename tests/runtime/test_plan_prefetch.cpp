@@ -12,7 +12,7 @@ namespace {
 
 using testing::DeconvTester;
 
-// 1x1 from 256 input channels (1 KB per f32 pixel) to 24, over `pixels` NXC pixels of one row each.
+// 1x1 from 256 input channels (1 KB per f32 pixel) to 24 over rows x cols NXC pixels.
 DeconvTester pointwise(int64_t rows, int64_t cols) {
   return DeconvTester().channels(256, 24).input({rows, cols}).kernel({1, 1}).layout(DataFormat::NXC);
 }
@@ -20,14 +20,24 @@ DeconvTester pointwise(int64_t rows, int64_t cols) {
 TEST(PlanPrefetch, RowsAskForTheNextBlockOfABigSource) {
   for (Isa isa : kIsas) {
     SCOPED_TRACE(to_string(isa));
-    // 12 MB of source (12288 pixels of 1 KB), blocks of a few KB: from exactly the bound.
-    const Plan at = plan_for(pointwise(96, 128), isa);
+    // 8 MiB of source (8192 pixels of 1 KB), blocks of a few KB: from exactly the bound.
+    const Plan at = plan_for(pointwise(64, 128), isa);
     ASSERT_TRUE(at.algorithm == Algorithm::gemm || at.algorithm == Algorithm::direct) << at.name;
     EXPECT_TRUE(at.prefetch_src) << at.name;
     EXPECT_NE(at.name.find("_pf"), std::string::npos) << at.name;
-    EXPECT_FALSE(plan_for(pointwise(96, 127), isa).prefetch_src);  // 1 KB short of it
-    // The same elements in bf16 are half the bytes.
-    EXPECT_FALSE(plan_for(pointwise(96, 128).dtype(DType::bf16), isa).prefetch_src);
+    EXPECT_FALSE(plan_for(pointwise(64, 127), isa).prefetch_src);  // a row of 64 KB short of it
+    // The same elements in bf16 are half the bytes; twice as many are as many bytes.
+    EXPECT_FALSE(plan_for(pointwise(64, 128).dtype(DType::bf16), isa).prefetch_src);
+    EXPECT_TRUE(plan_for(pointwise(128, 128).dtype(DType::bf16), isa).prefetch_src);
+    // Blocks across images (each pixel an image apart) never ask; the hint is refused there.
+    const DeconvTester images = DeconvTester().batch(64).channels(256, 24).input({2, 2}).kernel({2, 2})
+                                    .stride({2, 2}).layout(DataFormat::NXC);
+    TuningHints across;
+    across.batch_block = 1;
+    ASSERT_TRUE(plan_for(images, isa, across).block_over_batch);
+    EXPECT_FALSE(plan_for(images, isa, across).prefetch_src);
+    across.prefetch_src = 1;
+    expect_rejected(resolve(images.descriptor()), isa, across, "prefetch_src across images", "prefetch_src");
     // dot rows: 64 channels (blocks of 12-16 pixels, 4 KB) from 16 MB take it; 512 channels (24-32 KB of
     // next block, more than a third of L1) do not.
     const DeconvTester narrow = DeconvTester().rank(1).batch(2).channels(64, 1).input({32000}).kernel({2})
@@ -39,15 +49,19 @@ TEST(PlanPrefetch, RowsAskForTheNextBlockOfABigSource) {
                                   .stride({8}).layout(DataFormat::NXC);
     const Plan wide_dot = plan_for(wide, isa);
     ASSERT_EQ(wide_dot.algorithm, Algorithm::dot);
-    ASSERT_GE(wide_dot.ur_w * 512 * 4, 12 << 10);
+    ASSERT_GT(wide_dot.ur_w * 512 * 4, 12 << 10);
     EXPECT_FALSE(wide_dot.prefetch_src);
     // NCX data through the row buffer (a copy the caches hold) never asks: the generators do not.
-    EXPECT_FALSE(plan_for(pointwise(96, 128).layout(DataFormat::NCX), isa).prefetch_src);
+    TuningHints row_buffer;
+    row_buffer.layout = "row_buffer";
+    const Plan ncx = plan_for(pointwise(64, 128).layout(DataFormat::NCX), isa, row_buffer);
+    ASSERT_EQ(ncx.layout, LayoutPath::ncx_row_buffer);
+    EXPECT_FALSE(ncx.prefetch_src);
     // The hint decides both ways where the plan can have it.
     TuningHints off, on;
     off.prefetch_src = 0;
     on.prefetch_src = 1;
-    EXPECT_FALSE(plan_for(pointwise(96, 128), isa, off).prefetch_src);
+    EXPECT_FALSE(plan_for(pointwise(64, 128), isa, off).prefetch_src);
     EXPECT_TRUE(plan_for(pointwise(8, 8), isa, on).prefetch_src);
     EXPECT_TRUE(plan_for(wide, isa, on).prefetch_src);
   }
@@ -67,6 +81,12 @@ TEST(PlanPrefetch, ColXAsksWhereARowSpansSeveralTiles) {
     TuningHints off = col_x;
     off.prefetch_src = 0;
     EXPECT_FALSE(plan_for(DeconvTester(t).input({5, 60}), isa, off).prefetch_src);
+    // The hint alone neither moves a col_x default to a row family nor is refused (family_neutral).
+    TuningHints only_off;
+    only_off.prefetch_src = 0;
+    const Plan kept = plan_for(DeconvTester(t).input({5, 60}), isa, only_off);
+    EXPECT_EQ(kept.algorithm, plan_for(DeconvTester(t).input({5, 60}), isa).algorithm);
+    EXPECT_FALSE(kept.prefetch_src);
   }
 }
 
