@@ -91,8 +91,12 @@ bool prefetch_src_default(const Plan& pl, const Problem& p) {
 // again), ho41 0.86 (19 channels, 70 MB), nnunet2d_up64_b2 0.90 (1.02 again), enet_fullconv 0.93, AVX-512
 // unetr_dec2 0.91). From 3 to 8 MiB: AVX2 0.99 over 58, AVX-512 1.01 over 51. Next blocks of more than
 // 12 KB lost: dot blocks of 12-16 pixels of 512-597 channels (convtasnet_decoder 0.67-0.78, pwcnet_upfeat3
-// 0.90 on AVX-512), 6 pixels of 1024 (pix2pixhd_g1_up1 0.77).
+// 0.90 on AVX-512), 6 pixels of 1024 (pix2pixhd_g1_up1 0.77). 16-bit data (the same bound in bytes):
+// gemm rows gained as f32 did (holdout s151 ho46, bf16: 1.45x AVX2, 1.66x AVX-512; unet_up1 1.07-1.10x), a
+// dot row lost (ho33, 41 MB of bf16 already read at 27 GB/s: 0.86-0.92x on AVX2, 0.95x on AVX-512 pairs;
+// f16 0.89-1.09x), so 16-bit dot rows do without.
 bool prefetch_src_pays(const Plan& pl, const Problem& p) {
+  if (pl.algorithm == Algorithm::dot && pl.dtype != DType::f32) return false;
   const int64_t src_bytes = p.src_elements() * pl.src_elem_bytes();
   const int64_t next_block_bytes = pl.ur_w * pl.src_pix_stride * pl.src_elem_bytes();
   return src_bytes >= kPrefetchMinSrcBytes && next_block_bytes <= kPrefetchMaxBlockBytes;

@@ -125,7 +125,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "NCX through the row buffer: by its flush from 4 MB of output at any arithmetic"},
       {{"prefetch_src", ""},
        "prefetch_src_pays: the direct, gemm and dot families on NXC data ask for the next block's source where "
-       "the source reaches 8 MiB and the next block's source is at most 12 KB (blocks along x only)"},
+       "the source reaches 8 MiB and the next block's source is at most 12 KB (blocks along x only; not dot on "
+       "16-bit data)"},
       {{"prefetch_src", "col_x"}, "col_x_prefetch_pays: where a row spans several tiles"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 16K elements of operands; smaller problems run on the calling "

@@ -45,6 +45,7 @@ TEST(PlanPrefetch, RowsAskForTheNextBlockOfABigSource) {
     const Plan dot = plan_for(narrow, isa);
     ASSERT_EQ(dot.algorithm, Algorithm::dot);
     EXPECT_TRUE(dot.prefetch_src);
+    EXPECT_FALSE(plan_for(DeconvTester(narrow).input({64000}).dtype(DType::bf16), isa).prefetch_src);  // 16-bit dot
     const DeconvTester wide = DeconvTester().rank(1).batch(2).channels(512, 1).input({4000}).kernel({16})
                                   .stride({8}).layout(DataFormat::NXC);
     const Plan wide_dot = plan_for(wide, isa);
