@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <utility>
@@ -137,14 +138,18 @@ TEST(PlanSpace, TheDefaultPlanIsACandidate) {
        Isa::best},
       {DeconvTester().batch(1).channels(64, 32).input({3, 40}).kernel({3, 3}).stride({2, 2}).pads({1, 1}, {1, 1})
            .layout(DataFormat::NXC),
-       Isa::avx2}};
-  for (const auto& [t, isa] : cases) {
+       Isa::avx2},
+      // (and a 16 MB source that the default asks for ahead of the FMAs: prefetch_src_pays)
+      {DeconvTester().batch(1).channels(16, 8).input({256, 1024}).kernel({1, 1}).layout(DataFormat::NXC), Isa::best}};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const auto& [t, isa] = cases[i];
     const Descriptor d = t.descriptor();
     Options o;
     o.use_disk_cache = false;
     o.max_isa = isa;
     const Kernel dflt = compile(d, o);
     if (isa == Isa::avx2) EXPECT_EQ(dflt.choices().weight_regs, 3) << dflt.name();
+    if (i == 3) EXPECT_EQ(dflt.choices().prefetch_src, 1) << dflt.name();
     bool found = false;
     for (const PlanCandidate& c : enumerate_plans(resolve(d), resolve_isa(isa), 2))
       found = found || to_json(c.hints) == to_json(dflt.choices());
