@@ -49,6 +49,17 @@ __attribute__((target("avx2"))) void tile8_partial(const float* in, int64_t is, 
   for (int64_t c = 0; c < nc; ++c) _mm256_maskstore_ps(out + c * os, row_mask, _mm256_load_ps(cols[c]));
 }
 
+// One row or one column: nothing to transpose, a strided copy (one channel's plane to or from NXC).
+// Through the 8x8 tiles it would take a ragged tile, with one-element masked stores, per 8 elements
+// (hed_dsn5_up, one channel in and out, spent most of its time in those copies).
+template <typename In, typename Out, typename Move>
+bool degenerate(const In* in, int64_t is, Out* out, int64_t os, int64_t rows, int64_t cols, Move move) {
+  if (rows != 1 && cols != 1) return false;
+  const int64_t n = rows * cols, in_step = rows == 1 ? 1 : is, out_step = rows == 1 ? os : 1;
+  for (int64_t i = 0; i < n; ++i) out[i * out_step] = move(in[i * in_step]);
+  return true;
+}
+
 }  // namespace
 
 // Lines are finished on the side with the larger stride before the loop moves on: strides that are
@@ -66,6 +77,7 @@ void full_tiles(const In* in, int64_t is, Out* out, int64_t os, int64_t rf, int6
 }
 
 void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
+  if (degenerate(in, is, out, os, rows, cols, [](float v) { return v; })) return;
   const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
   full_tiles(in, is, out, os, rf, cf, tile8);
   if (rows > rf)
@@ -100,6 +112,7 @@ void tile8_u16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os) {
 }  // namespace
 
 void transpose_block(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int64_t rows, int64_t cols) {
+  if (degenerate(in, is, out, os, rows, cols, [](uint16_t v) { return v; })) return;
   const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
   full_tiles(in, is, out, os, rf, cf, tile8_u16);
   for (int64_t c = 0; c < cols; ++c)  // the rows past rf, every column; then the columns past cf
@@ -137,6 +150,7 @@ __attribute__((target("avx2,f16c"))) void widen(const uint16_t* in, float* out, 
 void transpose_block(const uint16_t* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols,
                      DType type) {
   const bool f16 = type == DType::f16;
+  if (degenerate(in, is, out, os, rows, cols, [f16](uint16_t v) { return widen1(v, f16); })) return;
   const int64_t rf = rows / 8 * 8, cf = cols / 8 * 8;
   full_tiles(in, is, out, os, rf, cf, [f16](const uint16_t* i, int64_t si, float* o, int64_t so) {
     alignas(16) uint16_t tile[64];
