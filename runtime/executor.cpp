@@ -364,7 +364,7 @@ void prepare_src(const CompiledKernel& k, const T* src, S* out) {
   const HaloMap map{x, pl.halo_left, pl.halo_right};
   const int64_t rows = p.src_elements() / (c * x), xp = map.padded(x);
   auto zero_row = [&](int64_t r) { zero_halo(out + r * xp * c, c, map.left, x, xp); };
-  if (p.data_format == DataFormat::NCX) {
+  if (pl.layout != LayoutPath::nxc) {  // NCX data (on the nxc route NCX data is NXC: one channel)
     transpose(src, out, p.batch, c, p.src_elements() / (p.batch * c), pl.parallel, map, p.dtype);
     if (pl.has_halo()) for_rows(rows, pl.parallel, zero_row);
     return;

@@ -432,7 +432,7 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
     plan_col(pl, p, isa, h);
   } else {
     Algorithm family = choose_algorithm(p, isa, pl.axes[2], LayoutPath::nxc, h);
-    if (one_channel_native(p, isa, h)) family = Algorithm::depthwise;
+    if (one_channel_native(p, isa, pl.axes[2], h)) family = Algorithm::depthwise;
     Algorithm native = family;
     pl.layout = choose_layout(p, isa, h, family, native);
     if (pl.layout != LayoutPath::ncx_native) {

@@ -215,7 +215,7 @@ struct Plan {
 // itself. one_channel_native: a 1->1 layer without groups taken to the depthwise families.
 Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath layout, const TuningHints& h);
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native);
-bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h);
+bool one_channel_native(const Problem& p, Isa isa, const Axis& x, const TuningHints& h);
 
 // The default heuristic, overridden by any non-zero hint. `p` must come from resolve(); `cap` from
 // resolve_isa(). The first choice is the instruction set (runtime/plan_isa.cpp), the rest are made for it

@@ -64,18 +64,19 @@ bool x_vectors_fit(const Problem& p, Isa isa) {
   for (int64_t v : p.out) out_sp *= v;
   const bool small_planes = std::max(in_sp, out_sp) * 4 * 4 < (int64_t{1} << 31);
   const int64_t x_taps = (p.kernel.back() + s - 1) / s;
-  return p.data_format == DataFormat::NCX && p.dilation.back() == 1 && vector_lanes(isa) % s == 0 &&
-         small_planes && x_taps <= 16;
+  return p.dilation.back() == 1 && vector_lanes(isa) % s == 0 && small_planes && x_taps <= 16;
 }
 
 }  // namespace
 
+// NCX data, or one channel in and out (either layout: the same bytes).
 bool depthwise_x_applies(const Problem& p, Isa isa) {
-  return p.c_in_per_group() == 1 && p.c_out_per_group() == 1 && x_vectors_fit(p, isa);
+  const bool planes = p.data_format == DataFormat::NCX || (p.c_in == 1 && p.c_out == 1);
+  return p.c_in_per_group() == 1 && p.c_out_per_group() == 1 && planes && x_vectors_fit(p, isa);
 }
 
 bool dot_x_applies(const Problem& p, Isa isa) {
-  return p.groups == 1 && p.c_out <= kDotMaxOc && x_vectors_fit(p, isa);
+  return p.groups == 1 && p.c_out <= kDotMaxOc && p.data_format == DataFormat::NCX && x_vectors_fit(p, isa);
 }
 
 // For 1-4 output channels on NCX data. dot_x saves dot's copy of the source to NXC (a pass over it that no

@@ -62,7 +62,8 @@ TuningHints plan_choices(const Plan& pl) {
   c.algorithm = to_string(pl.algorithm);
   c.isa = to_string(pl.isa);
   if (pl.algorithm == Algorithm::col) return c;  // its inner kernel is planned by the heuristic
-  c.layout = layout_hint(pl.layout);
+  // NCX data planned as NXC (one channel each way): the hint that asks for it.
+  c.layout = pl.layout == LayoutPath::nxc && pl.user_layout == DataFormat::NCX ? "nxc" : layout_hint(pl.layout);
   c.ur_w = pl.ur_w;
   c.oc_vectors = pl.oc_vectors;
   c.ic_unroll = pl.ic_unroll;

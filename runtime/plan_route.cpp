@@ -128,14 +128,34 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
 // `family` is the algorithm as chosen for NXC data: the dot and depthwise families fix how NCX data flows.
 // For ncx_native, `native` receives the family that reads and writes NCX itself (decided here, once).
 LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algorithm family, Algorithm& native) {
+  const bool by_default = h.algorithm.empty() && h.layout.empty();
+  // One channel in and out: NCX data is byte for byte NXC data. NXC data then takes depthwise_x as NCX
+  // data does (one_channel_native); NCX data without it runs the NXC kernel on the caller's tensors, where
+  // any other route copies or buffers them first (hed_dsn5_up, AVX2, where depthwise_x cannot take stride
+  // 16: gemm through whole-tensor copies 0.37 ms, the NXC kernel 0.045).
+  const bool one_to_one = p.c_in == 1 && p.c_out == 1;
   if (p.data_format == DataFormat::NXC) {
     check_hint(h.layout.empty(), "layout applies to NCX data only");
+    if (one_to_one && family == Algorithm::depthwise && (by_default || h.algorithm == "depthwise_x") &&
+        depthwise_x_applies(p, isa)) {
+      native = Algorithm::depthwise_x;
+      return LayoutPath::ncx_native;
+    }
     check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x" &&
                    h.algorithm != "col_x",
-               "algorithms depthwise_x, gemm_x, dot_x and col_x are for NCX data");
+               "algorithms depthwise_x, gemm_x, dot_x and col_x are for NCX data (depthwise_x also for one "
+               "channel each way)");
     return LayoutPath::nxc;
   }
-  const bool by_default = h.algorithm.empty() && h.layout.empty();
+  if (h.layout == "nxc") {
+    check_hint(one_to_one, "layout nxc needs one input and one output channel (NCX data is then NXC data)");
+    check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x" &&
+                   h.algorithm != "col_x",
+               "layout nxc runs the NXC families, not depthwise_x, gemm_x, dot_x or col_x");
+    return LayoutPath::nxc;
+  }
+  // one_channel_native declined depthwise_x: the NXC family, on the caller's tensors.
+  if (by_default && one_to_one && family != Algorithm::depthwise) return LayoutPath::nxc;
   // gemm_x reads NCX in place where dot first copies the whole source to NXC (dbnet_head_up2, 64 -> 1
   // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
   const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa) &&
@@ -219,19 +239,23 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_src_in_place;
   }
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
-                                      "in_kernel, scratch, src_in_place)");
+                                      "in_kernel, scratch, src_in_place, nxc)");
   check_hint(p.dtype == DType::f32, "layout in_kernel stores with f32 scatters: f32 data only");
   check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
              "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");
   return LayoutPath::ncx_in_kernel;
 }
 
-// A 1->1 layer without groups (HED's side outputs, LapSRN's image branch) on NCX data: depthwise_x fills
-// vectors along x where the channel-vector families leave 15 of 16 lanes empty (2 threads, ms:
-// hed_dsn2_up 0.266 -> 0.027, hed_dsn5_up 0.154 -> 0.028). Not on NXC data, where gemm's folded phases
-// fill lanes (hed_dsn2_up 0.090 against 0.274 for depthwise), nor without depthwise_x (AVX2 at stride 16).
-bool one_channel_native(const Problem& p, Isa isa, const TuningHints& h) {
-  return p.groups == 1 && depthwise_applies(p) && family_neutral(h) && depthwise_x_applies(p, isa);
+// A 1->1 layer without groups (HED's side outputs, LapSRN's image branch), in either layout (the same
+// bytes): depthwise_x fills vectors along x where the channel-vector families leave 15 of 16 lanes empty
+// (2 threads, ms: hed_dsn2_up NCX through copies 0.266 -> 0.027, hed_dsn5_up 0.154 -> 0.028; NXC data,
+// Zen 4: hed_dsn2_up 0.36 -> 0.033, lapsrn_img_l1 0.16 -> 0.009). Not where gemm applies and its folded
+// phases (x stride x 1 channel) fill whole vectors (hed_dsn5_up, stride 16, AVX-512: the NXC kernel
+// 0.031 ms, depthwise_x 0.036), nor without depthwise_x (AVX2 at stride 16).
+bool one_channel_native(const Problem& p, Isa isa, const Axis& x, const TuningHints& h) {
+  const bool gemm_fills = gemm_applies(p, x) && x.stride % vector_lanes(isa) == 0;
+  return p.groups == 1 && depthwise_applies(p) && family_neutral(h) && depthwise_x_applies(p, isa) &&
+         !gemm_fills;
 }
 
 }  // namespace deconvjit::detail

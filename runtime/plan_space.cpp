@@ -44,7 +44,7 @@ bool try_plan(const Problem& p, Isa isa, const TuningHints& h, Plan& out) {
 std::vector<Plan> structures(const Problem& p, Isa cap) {
   static const char* const kAlgorithms[] = {"direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x", "col_x"};
   std::vector<std::string> layouts{""};
-  if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy", "src_in_place"};
+  if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy", "src_in_place", "nxc"};
   std::vector<Plan> out;
   std::set<std::string> seen;
   const std::vector<Isa> isas = cap == Isa::avx512_core ? std::vector<Isa>{cap, Isa::avx2} : std::vector<Isa>{cap};

@@ -52,6 +52,39 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
 // The NCX defaults that change a layer's family: the dot family's wide rows go to col_x (on AVX2 too where
 // its kernel has at most 6 x taps), a 1->1 layer without groups to depthwise_x. Each keeps its NXC family
 // when a hint asks for something only that family does (x_halo), and dot_x and col_x are refused on NXC data
+// One channel in and out: NCX and NXC are the same bytes. Either layout takes depthwise_x where it applies
+// (not where gemm's folded phases fill whole vectors); NCX data without it runs the NXC family on the
+// caller's tensors (layout nxc), which the hint asks for too and refuses elsewhere.
+TEST(PlanRoutes, OneChannelLayersRunOnTheCallersBytes) {
+  const DeconvTester s2 = DeconvTester().channels(1, 1).input({9, 21}).kernel({4, 4}).stride({2, 2})
+                              .pads({1, 1}, {1, 1});
+  const DeconvTester s16 = DeconvTester().channels(1, 1).input({3, 5}).kernel({32, 32}).stride({16, 16});
+  for (Isa isa : kIsas)
+    for (DataFormat f : {DataFormat::NCX, DataFormat::NXC}) {
+      const Plan pl = plan_for(DeconvTester(s2).layout(f), isa);
+      EXPECT_EQ(pl.algorithm, Algorithm::depthwise_x) << pl.name;
+      const Plan wide = plan_for(DeconvTester(s16).layout(f), isa);  // AVX2: no depthwise_x at stride 16
+      EXPECT_EQ(wide.layout, LayoutPath::nxc) << wide.name;
+      EXPECT_FALSE(wide.copies_src() && !wide.has_halo()) << wide.name;
+      EXPECT_EQ(plan_for(DeconvTester(s16).layout(f), isa, wide.choices).name, wide.name);
+      DeconvTester(s2).layout(f).isa(isa).Test();
+      DeconvTester(s16).layout(f).isa(isa).Test();
+    }
+  TuningHints nxc;
+  nxc.layout = "nxc";
+  for (Isa isa : kIsas) {
+    const Plan pl = plan_for(DeconvTester(s2), isa, nxc);
+    EXPECT_EQ(pl.layout, LayoutPath::nxc);
+    EXPECT_EQ(pl.choices.layout, "nxc");
+    DeconvTester(s2).isa(isa).hints(nxc).Test();
+    expect_rejected(resolve(DeconvTester(s2).channels(2, 1).descriptor()), isa, nxc, "two input channels");
+    expect_rejected(resolve(DeconvTester(s2).layout(DataFormat::NXC).descriptor()), isa, nxc, "on NXC data");
+    TuningHints x = nxc;
+    x.algorithm = "depthwise_x";
+    expect_rejected(resolve(DeconvTester(s2).descriptor()), isa, x, "nxc with depthwise_x");
+  }
+}
+
 // by name.
 TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
   const DeconvTester dot = DeconvTester().channels(16, 1).input({4, 40}).kernel({4, 4}).stride({2, 2})
@@ -69,7 +102,9 @@ TEST(PlanRoutes, NcxNativeDefaultsYieldToFamilyHints) {
     EXPECT_EQ(plan_for(dot, isa, halo).algorithm, Algorithm::dot) << to_string(isa);
     EXPECT_EQ(plan_for(one, isa).algorithm, Algorithm::depthwise_x) << to_string(isa);
     EXPECT_NE(plan_for(one, isa, halo).algorithm, Algorithm::depthwise_x) << to_string(isa);
-    EXPECT_NE(plan_for(DeconvTester(one).layout(DataFormat::NXC), isa).algorithm, Algorithm::depthwise_x);
+    // NXC data with one channel each way is the same bytes as NCX: depthwise_x too, and hints as above.
+    EXPECT_EQ(plan_for(DeconvTester(one).layout(DataFormat::NXC), isa).algorithm, Algorithm::depthwise_x);
+    EXPECT_NE(plan_for(DeconvTester(one).layout(DataFormat::NXC), isa, halo).algorithm, Algorithm::depthwise_x);
     TuningHints dot_x;
     dot_x.algorithm = "dot_x";
     expect_rejected(resolve(DeconvTester(dot).layout(DataFormat::NXC).descriptor()), isa, dot_x, "dot_x on NXC");
