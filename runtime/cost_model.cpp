@@ -70,6 +70,7 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   if (pl.copies_src()) e.extra_bytes += 2 * src_bytes;
   if (pl.layout == LayoutPath::ncx_via_scratch) e.extra_bytes += 2 * dst_bytes;
   if (row_buffered(pl.layout)) e.extra_bytes += dst_bytes;
+  if (pl.layout == LayoutPath::ncx_plane_tiles) e.extra_bytes += src_bytes + dst_bytes;  // the tiles' moves
   if (pl.layout == LayoutPath::ncx_in_kernel) e.efficiency *= 0.7;  // strided broadcasts, scatter stores
   // Broadcasts from as many planes as channels: measured against row_buffer (docs/data/src_in_place_sweep_2t),
   // 0.68-1.32x on row blocks (geomean 0.96), 0.56-0.78x on blocks across images (each pixel an image apart).

@@ -474,11 +474,50 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
   for_rows(pl.batch * bands, pl.parallel, body, pl.nt_stores);
 }
 
+// [rows][cols] -> [cols][rows] in cache, for the plane tiles: AVX-512 tiles under AVX-512 plans.
+template <typename T>
+void move_tile(const Plan& pl, const T* in, int64_t is, T* out, int64_t os, int64_t rows, int64_t cols) {
+  if (pl.isa == Isa::avx512_core)
+    transpose_block_avx512(in, is, out, os, rows, cols, false);
+  else
+    transpose_block(in, is, out, os, rows, cols);
+}
+
+// Plan::layout ncx_plane_tiles: a task is one tile of Plan::channels_per_call channels of one image. Its
+// source planes are transposed into a thread-local NXC tile, the depthwise kernel runs every output row
+// over it into a second tile (the tile's weights are the packed blocks of its channels), and that tile is
+// transposed into the channels' output planes, each written as one run.
+template <typename T>
+void run_plane_tiles(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
+  const Plan& pl = k.plan;
+  const Problem& p = k.problem;
+  const auto& a = pl.axes;
+  const RowGeometry geo = geometry(pl);
+  const int64_t tc = pl.channels_per_call, tiles = p.c_out / tc;
+  const int64_t in_sp = a[0].in * a[1].in * a[2].in, out_sp = a[0].out * a[1].out * a[2].out;
+  const int64_t tile_floats = tc / (int64_t{pl.main.vectors} * pl.lanes) * geo.block_floats_main;
+  const int64_t parts = static_cast<int64_t>(k.schedule.parts.size());
+  auto body = [&](int64_t t) {
+    const int64_t n = t / tiles, c0 = t % tiles * tc;
+    T* in_tile = row_scratch<T, 1>(static_cast<size_t>(in_sp * tc));
+    T* out_tile = row_scratch<T>(static_cast<size_t>(out_sp * tc));
+    move_tile(pl, src + (n * p.c_in + c0) * in_sp, in_sp, in_tile, tc, tc, in_sp);
+    for (int64_t oz = 0; oz < a[0].out; ++oz)
+      for (int64_t oy = 0; oy < a[1].out; ++oy)
+        for (int64_t part = 0; part < parts; ++part)
+          run_task_at(k, geo, Task{0, 0, 0, oz, oy, part}, 0, in_tile, 0, packed + c0 / tc * tile_floats, out_tile);
+    move_tile(pl, out_tile, tc, dst + (n * p.c_out + c0) * out_sp, out_sp, out_sp, tc);
+  };
+  for_rows(pl.batch * tiles, pl.parallel, body);
+}
+
 // The row families, reading S: the source as given (S = T) or a copy (S = T, or float when the plan widens
 // it).
 template <typename S, typename T>
 void execute_rows(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   if (k.plan.band_rows) return run_banded<S>(k, src, packed, dst);
+  if constexpr (std::is_same_v<S, T>)
+    if (k.plan.layout == LayoutPath::ncx_plane_tiles) return run_plane_tiles(k, src, packed, dst);
   const Problem& p = k.problem;
   ScratchPool& pool = ScratchPool::instance();
   std::optional<ScratchPool::Lease> src_copy;

@@ -87,6 +87,11 @@ BlockKind make_kind(const Plan& pl, int vectors, int mask_lanes) {
 }
 
 void choose_threading(Plan& pl, const TuningHints& h) {
+  if (pl.layout == LayoutPath::ncx_plane_tiles) {  // the tasks are the tiles: whole rows
+    check_hint(h.x_split <= 1, "layout plane_tiles computes whole rows (x_split 1)");
+    pl.x_split = 1;
+    return;
+  }
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
   const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
   const Axis& x = pl.axes[2];
@@ -115,6 +120,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.groups > 1) os << "_g" << pl.groups;
   if (pl.algorithm != Algorithm::direct) os << '_' << to_string(pl.algorithm);
   if (pl.layout == LayoutPath::ncx_src_in_place) os << "_inplace";
+  if (pl.layout == LayoutPath::ncx_plane_tiles) os << "_pt" << pl.channels_per_call;
   if (pl.block_over_batch) os << "_nblk";
   if (pl.has_halo()) os << (pl.edges.empty() ? "_halo" : "_halo_edge");
   if (pl.flat_plane)
@@ -193,7 +199,9 @@ void choose_ic_blocks(Plan& pl, const TuningHints& h) {
 void choose_oc_loop(Plan& pl, const TuningHints& h) {
   const bool walk_ok = pl.algorithm == Algorithm::depthwise && !pl.has_tail() &&
                        !row_buffered(pl.layout);
-  const int all = static_cast<int>(pl.oc_blocks);
+  // (plane tiles: the blocks of a task's tile)
+  const bool tiles = pl.layout == LayoutPath::ncx_plane_tiles;
+  const int all = static_cast<int>(tiles ? pl.channels_per_call / (pl.main.vectors * pl.lanes) : pl.oc_blocks);
   check_hint(h.oc_loop <= 1 || (walk_ok && h.oc_loop == all),
              "oc_loop is 1, or all channel blocks (" + std::to_string(all) +
                  ") for the depthwise family without a channel tail or row buffer");
@@ -206,6 +214,8 @@ void set_src_strides(Plan& pl) {
   const int64_t in_sp = a[0].in * a[1].in * a[2].in;
   if (pl.layout == LayoutPath::ncx_in_kernel || pl.layout == LayoutPath::ncx_src_in_place)
     pl.src_c = in_sp, pl.src_x = 1, pl.src_n = pl.src_channels * in_sp;
+  else if (pl.layout == LayoutPath::ncx_plane_tiles)  // one task's tile of one image
+    pl.src_c = 1, pl.src_x = pl.channels_per_call, pl.src_n = in_sp * pl.channels_per_call;
   else
     pl.src_c = 1, pl.src_x = pl.src_channels, pl.src_n = in_sp * pl.src_channels;
   pl.src_ic_stride = pl.src_c;
@@ -220,6 +230,8 @@ void set_dst_strides(Plan& pl) {
   const int64_t out_sp = a[0].out * a[1].out * a[2].out;
   if (pl.layout == LayoutPath::ncx_in_kernel || pl.layout == LayoutPath::ncx_src_copy)
     pl.dst_c = out_sp, pl.dst_x = 1, pl.dst_n = pl.dst_channels * out_sp;
+  else if (pl.layout == LayoutPath::ncx_plane_tiles)
+    pl.dst_c = 1, pl.dst_x = pl.channels_per_call, pl.dst_n = out_sp * pl.channels_per_call;
   else if (pl.layout != LayoutPath::ncx_src_in_place)
     pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = out_sp * pl.dst_channels;
   if (row_buffered(pl.layout)) {
@@ -327,6 +339,7 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
     return choose_fused_x_taps(pl, p, h);
   }
   choose_tile(pl, h, n_vec);
+  if (pl.layout == LayoutPath::ncx_plane_tiles) choose_plane_tile(pl, p, h);
   choose_ic_pairs(pl, h);
   pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
   pl.main = make_kind(pl, pl.oc_vectors, 0);
@@ -349,8 +362,9 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
 }
 
 void check_family_hints(const Plan& pl, const TuningHints& h) {
-  check_hint(h.channels_per_call == 0 || pl.algorithm == Algorithm::depthwise_x,
-             "channels_per_call applies to the depthwise_x family");
+  check_hint(h.channels_per_call == 0 || pl.algorithm == Algorithm::depthwise_x ||
+                 pl.layout == LayoutPath::ncx_plane_tiles,
+             "channels_per_call applies to the depthwise_x family and layout plane_tiles");
   check_hint((h.rows_per_block == 0 && h.flat_plane == -1 && h.oc_chunk == 0 && h.row_chunk == 0) ||
                  pl.algorithm == Algorithm::gemm_x,
              "rows_per_block, flat_plane, oc_chunk and row_chunk apply to the gemm_x family");

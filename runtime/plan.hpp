@@ -44,7 +44,11 @@ inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x ||
 // src_in_place: the caller's NCX source read by strided broadcasts (no copy), outputs through the row
 // buffer as with row_buffer (the direct family).
 // native: the kernel reads and writes NCX itself (depthwise_x, dot_x, gemm_x, col_x).
-enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_src_in_place, ncx_native };
+// plane_tiles: depthwise; a task transposes Plan::channels_per_call whole source planes into an NXC tile,
+// the kernel computes an NXC output tile, and the task transposes it into those channels' output planes
+// (runtime/plan_plane_tiles.cpp).
+enum class LayoutPath { nxc, ncx_row_buffer, ncx_in_kernel, ncx_via_scratch, ncx_src_copy, ncx_src_in_place, ncx_native,
+                        ncx_plane_tiles };
 // The routes that compute into a task's NXC row buffer and write it out as NCX rows.
 inline bool row_buffered(LayoutPath l) { return l == LayoutPath::ncx_row_buffer || l == LayoutPath::ncx_src_in_place; }
 const char* to_string(LayoutPath l);
@@ -147,7 +151,8 @@ struct Plan {
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
   int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
-  int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row); dot_x: C_OUT
+  int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row); dot_x: C_OUT;
+                                  // plane_tiles: channels (planes) of one task's tile, the kernel's pixel stride
   int rows_per_block = 1;         // gemm_x: input rows in one register block (narrow rows; the last
                                   // group of a plane takes the remainder)
   bool flat_plane = false;        // gemm_x: a row group is the whole plane, its vectors run across rows
@@ -299,6 +304,12 @@ bool col_x_prefetch_pays(const Plan& pl);
 extern const char* const kWidenSrcNeeds;
 extern const char* const kBandRowsNeeds;
 bool depthwise_x_applies(const Problem& p, Isa isa);
+// The plane-tile route (runtime/plan_plane_tiles.cpp): where it applies, and the tile (channels_per_call,
+// and oc_vectors cut to divide the channel vectors).
+bool plane_tiles_applies(const Problem& p, Isa isa);
+bool plane_tiles_preferred(const Problem& p, Isa isa);  // the default heuristic's choice
+void choose_plane_tile(Plan& pl, const Problem& p, const TuningHints& h);
+extern const char* const kPlaneTilesNeeds;
 // At most this many output channels per group take the dot families (dot, dot_x).
 constexpr int64_t kDotMaxOc = 4;
 bool dot_x_applies(const Problem& p, Isa isa);

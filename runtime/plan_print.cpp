@@ -33,6 +33,7 @@ const char* to_string(LayoutPath l) {
     case LayoutPath::ncx_src_copy: return "ncx_src_copy";
     case LayoutPath::ncx_src_in_place: return "ncx_src_in_place";
     case LayoutPath::ncx_native: return "ncx_native";
+    case LayoutPath::ncx_plane_tiles: return "ncx_plane_tiles";
   }
   return "?";
 }
@@ -47,6 +48,7 @@ const char* layout_hint(LayoutPath l) {
     case LayoutPath::ncx_via_scratch: return "scratch";
     case LayoutPath::ncx_src_copy: return "src_copy";
     case LayoutPath::ncx_src_in_place: return "src_in_place";
+    case LayoutPath::ncx_plane_tiles: return "plane_tiles";
     case LayoutPath::nxc:
     case LayoutPath::ncx_native: return "";
   }
@@ -81,7 +83,8 @@ TuningHints plan_choices(const Plan& pl) {
   if (edge_blocks_possible(pl)) c.edge_blocks = pl.edges.empty() ? 0 : 1;  // likewise: rows with the halo
   if (weight_regs_possible(pl)) c.weight_regs = pl.weight_regs;           // likewise: AVX2 row tiles
   if (prefetch_src_possible(pl)) c.prefetch_src = pl.prefetch_src ? 1 : 0;  // likewise: NXC rows, col_x
-  if (pl.algorithm == Algorithm::depthwise_x) c.channels_per_call = static_cast<int>(pl.channels_per_call);
+  if (pl.algorithm == Algorithm::depthwise_x || pl.layout == LayoutPath::ncx_plane_tiles)
+    c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
     c.rows_per_block = pl.rows_per_block;
     c.flat_plane = pl.flat_plane ? 1 : 0;
@@ -145,7 +148,8 @@ std::string Plan::to_json() const {
   j["ic_blocks"] = ic_blocks;
   j["ic_vectors"] = ic_vectors;
   j["ic_tail_lanes"] = ic_tail_lanes;
-  if (algorithm == Algorithm::depthwise_x) j["channels_per_call"] = channels_per_call;
+  if (algorithm == Algorithm::depthwise_x || layout == LayoutPath::ncx_plane_tiles)
+    j["channels_per_call"] = channels_per_call;
   if (algorithm == Algorithm::gemm_x) {
     j["rows_per_block"] = rows_per_block;
     j["flat_plane"] = flat_plane;

@@ -181,6 +181,14 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_src_copy;
   }
   check_hint(h.layout != "src_copy", "layout src_copy is for the dot family only");
+  if (h.layout == "plane_tiles") {
+    check_hint(family == Algorithm::depthwise && (h.algorithm.empty() || h.algorithm == "depthwise") &&
+                   plane_tiles_applies(p, isa),
+               kPlaneTilesNeeds);
+    return LayoutPath::ncx_plane_tiles;
+  }
+  if (by_default && family == Algorithm::depthwise && family_neutral(h) && plane_tiles_preferred(p, isa))
+    return LayoutPath::ncx_plane_tiles;
   if (family == Algorithm::depthwise && (by_default || h.algorithm == "depthwise_x") &&
       depthwise_x_applies(p, isa)) {
     check_hint(h.layout.empty(), "algorithm depthwise_x reads and writes NCX itself (no layout hint)");
@@ -239,7 +247,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_src_in_place;
   }
   check_hint(h.layout == "in_kernel", "layout '" + h.layout + "' is not available (row_buffer, "
-                                      "in_kernel, scratch, src_in_place, nxc)");
+                                      "in_kernel, scratch, src_in_place, nxc, plane_tiles)");
   check_hint(p.dtype == DType::f32, "layout in_kernel stores with f32 scatters: f32 data only");
   check_hint(ncx_in_kernel_fits(p, isa) && family != Algorithm::depthwise,
              "layout in_kernel needs AVX-512, no depthwise, and output planes under 2^20 floats");

@@ -44,7 +44,7 @@ bool try_plan(const Problem& p, Isa isa, const TuningHints& h, Plan& out) {
 std::vector<Plan> structures(const Problem& p, Isa cap) {
   static const char* const kAlgorithms[] = {"direct", "gemm", "depthwise", "dot", "depthwise_x", "gemm_x", "col", "dot_x", "col_x"};
   std::vector<std::string> layouts{""};
-  if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy", "src_in_place", "nxc"};
+  if (p.data_format == DataFormat::NCX) layouts = {"", "row_buffer", "in_kernel", "scratch", "src_copy", "src_in_place", "nxc", "plane_tiles"};
   std::vector<Plan> out;
   std::set<std::string> seen;
   const std::vector<Isa> isas = cap == Isa::avx512_core ? std::vector<Isa>{cap, Isa::avx2} : std::vector<Isa>{cap};
@@ -133,10 +133,13 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   for (int64_t passes : {2, 4, 8})
     if (base.ic_per_group % passes == 0 && (base.ic_per_group / passes) % base.lanes == 0)
       ic_blocks.push_back(static_cast<int>(base.ic_per_group / passes));
-  const std::vector<int> oc_loops{1, static_cast<int>(base.oc_blocks)};
+  // Plane tiles: channels_per_call counts whole blocks of the tile, and oc_loop walks the tile's (0: all).
+  const bool tiles = base.layout == LayoutPath::ncx_plane_tiles;
+  const int64_t cpc_unit = base.oc_vectors * (tiles ? base.lanes : 1);
+  const std::vector<int> oc_loops{1, tiles ? 0 : static_cast<int>(base.oc_blocks)};
   const int64_t groups = ceil_div(base.axes[1].in, base.rows_per_block);
-  const std::vector<int> cpc = base.algorithm == Algorithm::depthwise_x
-                                   ? ladder(ceil_div(p.c_out, base.oc_vectors), static_cast<int>(base.channels_per_call / base.oc_vectors))
+  const std::vector<int> cpc = base.algorithm == Algorithm::depthwise_x || tiles
+                                   ? ladder(ceil_div(p.c_out, cpc_unit), static_cast<int>(base.channels_per_call / cpc_unit))
                                    : std::vector<int>{0};
   const bool gx = base.algorithm == Algorithm::gemm_x;
   const std::vector<int> oc_chunks = gx ? ladder(base.oc_blocks, static_cast<int>(base.oc_chunk)) : std::vector<int>{0};
@@ -170,7 +173,7 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
                 for (int rc : row_chunks)
                   for (const auto& [nt, pk, wd, bd, fx, eb, pf] : switches) {
                     h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
-                    h.channels_per_call = c * base.oc_vectors, h.oc_chunk = occ, h.row_chunk = rc;
+                    h.channels_per_call = static_cast<int>(c * cpc_unit), h.oc_chunk = occ, h.row_chunk = rc;
                     h.nt_stores = nt, h.pack_src = pk, h.widen_src = wd, h.band_rows = bd, h.fuse_x_taps = fx;
                     h.edge_blocks = eb, h.prefetch_src = pf;
                     Plan pl;

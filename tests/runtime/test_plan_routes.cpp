@@ -40,9 +40,13 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
     for (int64_t c : {3, 16, 37})
       for (DataFormat f : {DataFormat::NCX, DataFormat::NXC}) {
         const Plan pl = plan_for(DeconvTester().layout(f).groups(c).channels(c, c).input({5, 6}).stride({2, 2}), isa);
-        // NCX data gets the family that vectorises along x and needs no layout copies.
-        EXPECT_EQ(pl.algorithm, f == DataFormat::NCX ? Algorithm::depthwise_x : Algorithm::depthwise) << pl.name;
-        EXPECT_NE(pl.name.find(f == DataFormat::NCX ? "_depthwise_x_" : "_depthwise_"), std::string::npos)
+        // NCX data gets the family that vectorises along x, or the depthwise family over plane tiles (16
+        // channels of short rows: PlaneTilesForShortRowsOrManyTaps); no copies of whole tensors.
+        const bool tiles = pl.layout == LayoutPath::ncx_plane_tiles;
+        EXPECT_EQ(pl.algorithm, f == DataFormat::NCX && !tiles ? Algorithm::depthwise_x : Algorithm::depthwise)
+            << pl.name;
+        EXPECT_TRUE(!tiles || (f == DataFormat::NCX && c == 16)) << pl.name;
+        EXPECT_NE(pl.name.find(f == DataFormat::NCX && !tiles ? "_depthwise_x_" : "_depthwise_"), std::string::npos)
             << pl.name;
         EXPECT_NE(plan_for(DeconvTester().layout(f).groups(c).channels(c, 2 * c).input({5, 6}), isa).algorithm,
                   Algorithm::depthwise);
@@ -52,6 +56,41 @@ TEST(PlanRoutes, DepthwiseWhenOneChannelPerGroup) {
 // The NCX defaults that change a layer's family: the dot family's wide rows go to col_x (on AVX2 too where
 // its kernel has at most 6 x taps), a 1->1 layer without groups to depthwise_x. Each keeps its NXC family
 // when a hint asks for something only that family does (x_halo), and dot_x and col_x are refused on NXC data
+// Depthwise on NCX data: tiles of whole planes where depthwise_x cannot run, for f32 at 9+ taps per output on
+// short rows (AVX2: either), for 16-bit data from 4 taps; depthwise_x elsewhere. Channels must fill whole
+// vectors, and a tile hint keeps the old default.
+TEST(PlanRoutes, PlaneTilesForShortRowsOrManyTaps) {
+  auto tiles = [](const DeconvTester& t, Isa isa, const TuningHints& h = {}) {
+    return plan_for(t, isa, h).layout == LayoutPath::ncx_plane_tiles;
+  };
+  auto dw = [](int64_t c, int64_t in, int64_t k, int64_t s) {
+    return DeconvTester().groups(c).channels(c, c).input({in, in}).kernel({k, k}).stride({s, s});
+  };
+  const DeconvTester short4 = dw(64, 7, 3, 2), long4 = dw(64, 32, 4, 2), long9 = dw(64, 28, 5, 2);
+  const DeconvTester short9 = dw(64, 8, 5, 2), long1 = dw(64, 16, 2, 2);
+  EXPECT_TRUE(tiles(short4, Isa::avx2));  // 14-pixel rows
+  EXPECT_FALSE(tiles(short4, Isa::avx512_core));
+  EXPECT_FALSE(tiles(long4, Isa::avx2));
+  EXPECT_TRUE(tiles(long9, Isa::avx2));
+  EXPECT_FALSE(tiles(long9, Isa::avx512_core));
+  EXPECT_TRUE(tiles(short9, Isa::avx512_core));
+  for (DType t : {DType::bf16, DType::f16})
+    for (Isa isa : kIsas) {
+      EXPECT_TRUE(tiles(DeconvTester(long4).dtype(t), isa)) << to_string(isa);
+      EXPECT_FALSE(tiles(DeconvTester(long1).dtype(t), isa)) << to_string(isa);
+    }
+  EXPECT_TRUE(tiles(dw(64, 7, 3, 3), Isa::avx512_core));  // stride 3: no depthwise_x on 16 lanes
+  EXPECT_FALSE(tiles(dw(60, 7, 3, 2), Isa::avx2));          // channels not whole vectors
+  EXPECT_FALSE(tiles(dw(64, 7, 3, 2).layout(DataFormat::NXC), Isa::avx2));
+  TuningHints ur;
+  ur.ur_w = 2;
+  EXPECT_FALSE(tiles(short4, Isa::avx2, ur));
+  const Plan pl = plan_for(short4, Isa::avx2);
+  EXPECT_EQ(pl.channels_per_call % (pl.oc_vectors * pl.lanes), 0);
+  EXPECT_EQ(64 % pl.channels_per_call, 0);
+  EXPECT_EQ(plan_for(short4, Isa::avx2, pl.choices).name, pl.name);
+}
+
 // One channel in and out: NCX and NXC are the same bytes. Either layout takes depthwise_x where it applies
 // (not where gemm's folded phases fill whole vectors); NCX data without it runs the NXC family on the
 // caller's tensors (layout nxc), which the hint asks for too and refuses elsewhere.

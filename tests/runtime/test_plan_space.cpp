@@ -140,7 +140,10 @@ TEST(PlanSpace, TheDefaultPlanIsACandidate) {
            .layout(DataFormat::NXC),
        Isa::avx2},
       // (and a 16 MB source that the default asks for ahead of the FMAs: prefetch_src_pays)
-      {DeconvTester().batch(1).channels(16, 8).input({256, 1024}).kernel({1, 1}).layout(DataFormat::NXC), Isa::best}};
+      {DeconvTester().batch(1).channels(16, 8).input({256, 1024}).kernel({1, 1}).layout(DataFormat::NXC), Isa::best},
+      // (and depthwise over tiles of whole planes: plane_tiles_preferred)
+      {DeconvTester().batch(2).groups(64).channels(64, 64).input({7, 7}).kernel({5, 5}).stride({2, 2})
+           .pads({2, 2}, {2, 2}), Isa::best}};
   for (size_t i = 0; i < std::size(cases); ++i) {
     const auto& [t, isa] = cases[i];
     const Descriptor d = t.descriptor();
@@ -150,6 +153,7 @@ TEST(PlanSpace, TheDefaultPlanIsACandidate) {
     const Kernel dflt = compile(d, o);
     if (isa == Isa::avx2) EXPECT_EQ(dflt.choices().weight_regs, 3) << dflt.name();
     if (i == 3) EXPECT_EQ(dflt.choices().prefetch_src, 1) << dflt.name();
+    if (i == 4) EXPECT_EQ(dflt.choices().layout, "plane_tiles") << dflt.name();
     bool found = false;
     for (const PlanCandidate& c : enumerate_plans(resolve(d), resolve_isa(isa), 2))
       found = found || to_json(c.hints) == to_json(dflt.choices());
