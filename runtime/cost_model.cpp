@@ -58,13 +58,15 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
     e.efficiency *= static_cast<double>(x.in - pl.halo_left - pl.halo_right) / x.in;
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
   const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
-  e.tasks = rows * pl.x_split;
+  // (plane tiles: a task per tile of each image, its calls a row of oc_loop blocks each)
+  const bool tiles = pl.layout == LayoutPath::ncx_plane_tiles;
+  e.tasks = tiles ? pl.batch * (pl.dst_channels / pl.channels_per_call) : rows * pl.x_split;
   // Segments per part: one per phase, and without a halo also the border patterns; with edge blocks, a
   // row's two ends are calls of their own.
   const double segments = static_cast<double>(x.stride) *
                           (pl.has_halo() ? (pl.edges.empty() ? 1.0 : 1.0 + 2.0 / pl.x_split)
                                          : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
-  e.calls = static_cast<double>(e.tasks) * segments * pl.ic_blocks;
+  e.calls = static_cast<double>(tiles ? rows : e.tasks) * segments * pl.ic_blocks;
   const double eb = static_cast<double>(pl.elem_bytes());
   const double src_bytes = eb * p.src_elements(), dst_bytes = eb * p.dst_elements();
   if (pl.copies_src()) e.extra_bytes += 2 * src_bytes;

@@ -40,7 +40,8 @@ RowGeometry geometry(const Plan& pl) {
 }
 
 // A task's row buffer, source tile or source band (Slot 1, next to a row buffer), of the data type T, on
-// a cache line. Thread-local is safe here because a task never blocks while holding it.
+// a cache line; plane tiles: the output tile (Slot 0) and the source tile (Slot 1). Thread-local is safe
+// here because a task never blocks while holding it.
 template <typename T, int Slot = 0>
 T* row_scratch(size_t elements) {
   constexpr size_t kLine = 64;
@@ -495,17 +496,18 @@ void run_plane_tiles(const CompiledKernel& k, const T* src, const float* packed,
   const RowGeometry geo = geometry(pl);
   const int64_t tc = pl.channels_per_call, tiles = p.c_out / tc;
   const int64_t in_sp = a[0].in * a[1].in * a[2].in, out_sp = a[0].out * a[1].out * a[2].out;
-  const int64_t tile_floats = tc / (int64_t{pl.main.vectors} * pl.lanes) * geo.block_floats_main;
+  const int64_t blocks = tc / (int64_t{pl.main.vectors} * pl.lanes), tile_floats = blocks * geo.block_floats_main;
   const int64_t parts = static_cast<int64_t>(k.schedule.parts.size());
   auto body = [&](int64_t t) {
     const int64_t n = t / tiles, c0 = t % tiles * tc;
     T* in_tile = row_scratch<T, 1>(static_cast<size_t>(in_sp * tc));
     T* out_tile = row_scratch<T>(static_cast<size_t>(out_sp * tc));
     move_tile(pl, src + (n * p.c_in + c0) * in_sp, in_sp, in_tile, tc, tc, in_sp);
-    for (int64_t oz = 0; oz < a[0].out; ++oz)
-      for (int64_t oy = 0; oy < a[1].out; ++oy)
-        for (int64_t part = 0; part < parts; ++part)
-          run_task_at(k, geo, Task{0, 0, 0, oz, oy, part}, 0, in_tile, 0, packed + c0 / tc * tile_floats, out_tile);
+    for (int64_t ob = 0; ob < blocks; ob += pl.oc_loop)  // (a call walks oc_loop blocks of the tile)
+      for (int64_t oz = 0; oz < a[0].out; ++oz)
+        for (int64_t oy = 0; oy < a[1].out; ++oy)
+          for (int64_t part = 0; part < parts; ++part)
+            run_task_at(k, geo, Task{0, ob, 0, oz, oy, part}, 0, in_tile, 0, packed + c0 / tc * tile_floats, out_tile);
     move_tile(pl, out_tile, tc, dst + (n * p.c_out + c0) * out_sp, out_sp, out_sp, tc);
   };
   for_rows(pl.batch * tiles, pl.parallel, body);

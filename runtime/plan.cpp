@@ -339,7 +339,13 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
     return choose_fused_x_taps(pl, p, h);
   }
   choose_tile(pl, h, n_vec);
-  if (pl.layout == LayoutPath::ncx_plane_tiles) choose_plane_tile(pl, p, h);
+  if (pl.layout == LayoutPath::ncx_plane_tiles) {
+    const int nv = pl.oc_vectors;
+    choose_plane_tile(pl, p, h);
+    TuningHints cut = h;  // a narrower block: its own width (ur_w)
+    cut.oc_vectors = pl.oc_vectors;
+    if (pl.oc_vectors != nv) choose_tile(pl, cut, n_vec);
+  }
   choose_ic_pairs(pl, h);
   pl.oc_blocks = ceil_div(n_vec, pl.oc_vectors);
   pl.main = make_kind(pl, pl.oc_vectors, 0);

@@ -64,13 +64,17 @@ bool plane_tiles_preferred(const Problem& p, Isa isa) {
   return isa == Isa::avx2 ? taps >= 9 || short_rows : taps >= 9 && short_rows;
 }
 
-// Whole register blocks per tile: the block's channel vectors divide the layer's (no tail block), then the
-// tile takes as many blocks as divide the channels and fit kTileBytes, keeping kMinTasks tasks.
+// Whole register blocks per tile: the block's channel vectors divide the layer's (no tail block) and its
+// planes fit kTileBytes, then the tile takes as many blocks as divide the channels and fit kTileBytes,
+// keeping kMinTasks tasks. (plan_rows re-derives the block's width when this narrows it.)
 void choose_plane_tile(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t n_vec = p.c_out / pl.lanes;
   check_hint(!h.oc_vectors || n_vec % h.oc_vectors == 0,
              "layout plane_tiles: oc_vectors must divide the channel vectors (" + std::to_string(n_vec) + ")");
-  while (n_vec % pl.oc_vectors != 0) --pl.oc_vectors;
+  // (and a block's planes within kTileBytes where one vector's are)
+  while (!h.oc_vectors && pl.oc_vectors > 1 &&
+         (n_vec % pl.oc_vectors != 0 || pl.oc_vectors * pl.lanes * channel_bytes(p) > kTileBytes))
+    --pl.oc_vectors;
   const int64_t block = int64_t{pl.oc_vectors} * pl.lanes, blocks = p.c_out / block;
   int64_t per_tile = 1;
   for (int64_t d = 2; d <= blocks; ++d)

@@ -39,7 +39,7 @@ bool dot_applies(const Problem& p) {
 namespace {
 
 // One channel in and out per group. G=1 with one channel each way (a 1->1 upsampler) is the same
-// computation; the default takes it to a depthwise family only on NCX data (one_channel_native).
+// computation; the default takes it to depthwise_x where that runs (one_channel_native).
 bool depthwise_applies(const Problem& p) {
   return p.c_in_per_group() == 1 && p.c_out_per_group() == 1;
 }
@@ -144,7 +144,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x" &&
                    h.algorithm != "col_x",
                "algorithms depthwise_x, gemm_x, dot_x and col_x are for NCX data (depthwise_x also for one "
-               "channel each way)");
+               "channel each way, with x dilation 1 and an x stride dividing the vector lanes)");
     return LayoutPath::nxc;
   }
   if (h.layout == "nxc") {

@@ -46,7 +46,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "
        "themselves (native); otherwise the dot family stores NCX itself (src_copy), depthwise goes "
        "through whole-tensor scratch copies below 8 MB of output (a row buffer from there), gemm through them where folding fills lanes a third again "
-       "better, every other row family through a row buffer (through them too where blocked over images)"},
+       "better, every other row family through a row buffer (through them too where blocked over images); depthwise through plane tiles "
+       "(plane_tiles_preferred: where depthwise_x cannot run, f32 at 9+ taps per output on rows under 32 "
+       "pixels, on AVX2 either, 16-bit from 4 taps); one channel each way: NCX data is NXC data (nxc)"},
       {{"ur_w", ""},
        "choose_tile: the widest block that fits the register file next to its weight vectors and "
        "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase, and "
@@ -133,7 +135,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 16K elements of operands; smaller problems run on the calling "
                         "thread"},
-      {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer)"},
+      {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer; "
+                        "plane tiles: all of the tile's)"},
+      {{"channels_per_call", ""}, "choose_plane_tile: the most whole blocks dividing the channels whose planes "
+                                  "fit 256 KiB, keeping 16 tasks"},
       {{"channels_per_call", "depthwise_x"}, "plan_depthwise_x: channel chunks so that rows x chunks give about "
                                              "256 tasks; over outputs of 12 MB+ where that leaves 8+ channels "
                                              "per call, the fewest whole register blocks that write 512 "

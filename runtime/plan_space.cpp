@@ -138,9 +138,14 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   const int64_t cpc_unit = base.oc_vectors * (tiles ? base.lanes : 1);
   const std::vector<int> oc_loops{1, tiles ? 0 : static_cast<int>(base.oc_blocks)};
   const int64_t groups = ceil_div(base.axes[1].in, base.rows_per_block);
-  const std::vector<int> cpc = base.algorithm == Algorithm::depthwise_x || tiles
-                                   ? ladder(ceil_div(p.c_out, cpc_unit), static_cast<int>(base.channels_per_call / cpc_unit))
-                                   : std::vector<int>{0};
+  std::vector<int> cpc{0};
+  if (base.algorithm == Algorithm::depthwise_x)
+    cpc = ladder(ceil_div(p.c_out, cpc_unit), static_cast<int>(base.channels_per_call / cpc_unit));
+  if (tiles) {  // every whole number of blocks that divides the channels (a tile cannot hold a tail)
+    cpc.clear();
+    for (int64_t d = 1; d <= p.c_out / cpc_unit; ++d)
+      if (p.c_out % (d * cpc_unit) == 0) cpc.push_back(static_cast<int>(d));
+  }
   const bool gx = base.algorithm == Algorithm::gemm_x;
   const std::vector<int> oc_chunks = gx ? ladder(base.oc_blocks, static_cast<int>(base.oc_chunk)) : std::vector<int>{0};
   const std::vector<int> row_chunks = gx ? ladder(groups, static_cast<int>(base.row_chunk)) : std::vector<int>{0};

@@ -40,6 +40,11 @@ TEST_P(KernelCases, PlaneTilesMatchTheReference) {
       {mobile, tiles(lanes, 1)},          // a tile per vector of channels
       {mobile, tiles(2 * lanes, 1)},      // the kernel walks two blocks of one vector
       {mobile, tiles(4 * lanes, 2)},      // one tile holds every channel
+      {mobile, [&] {                      // four blocks of one vector, a call each (oc_loop 1)
+         TuningHints h = tiles(4 * lanes, 1);
+         h.oc_loop = 1;
+         return h;
+       }()},
       {T().groups(2 * lanes).channels(2 * lanes, 2 * lanes).input({5, 9}).kernel({4, 4}).stride({2, 2})
            .pads({1, 1}, {1, 1}), tiles()},
       {T().groups(lanes).channels(lanes, lanes).batch(3).input({13}).kernel({5}).stride({3}).pads({2}, {1}),

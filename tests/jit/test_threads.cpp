@@ -60,6 +60,11 @@ std::vector<Case> cases() {
                         .layout(DataFormat::NXC); }, "gemm", "nxc"},
       {"depthwise", [] { return DeconvTester().batch(2).groups(64).channels(64, 64).input({48, 40}).kernel({3, 3})
                              .stride({2, 2}).layout(DataFormat::NXC); }, "depthwise", ""},
+      {"ncx_plane_tiles", [] {
+         TuningHints h;  // tiles of 32 channels: 2-4 blocks of one vector, one call each
+         h.layout = "plane_tiles", h.channels_per_call = 32, h.oc_vectors = 1, h.oc_loop = 1;
+         return DeconvTester().batch(3).groups(64).channels(64, 64).input({9, 7}).kernel({3, 3}).stride({2, 2})
+             .hints(h); }, "depthwise", "ncx_plane_tiles"},
       {"batch_blocks", [] { return DeconvTester().batch(8).channels(64, 72).input({4, 4}).kernel({3, 3})
                                 .layout(DataFormat::NXC); }, "", ""},
       {"three_d_ncx", [] { return DeconvTester().rank(3).channels(16, 24).input({6, 8, 8}).kernel({3, 3, 3})
@@ -223,6 +228,7 @@ TEST_P(ConcurrentExecute, FromStdThreads) {
   if (layout != "nxc") h.layout = layout;
   DeconvTester t = DeconvTester().batch(2).channels(24, 40).input({20, 18}).kernel({3, 3}).stride({2, 2}).hints(h)
                        .layout(layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
+  if (layout == "plane_tiles") t.groups(32).channels(32, 32);  // depthwise
   if (layout == "in_kernel" && !isa_available(Isa::avx512_core)) GTEST_SKIP() << "needs AVX-512";
   const Prepared r = prepare(t);
   ASSERT_TRUE(r.plan.at("parallel").get<bool>());
@@ -259,6 +265,7 @@ TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
   if (layout != "nxc") h.layout = layout;
   DeconvTester t = DeconvTester().channels(64, 64).input({32, 32}).kernel({3, 3}).stride({2, 2}).hints(h)
                        .layout(layout == "nxc" ? DataFormat::NXC : DataFormat::NCX);
+  if (layout == "plane_tiles") t.groups(64).input({16, 16});  // depthwise, planes small enough for tiles
   if (layout == "in_kernel" && !isa_available(Isa::avx512_core)) GTEST_SKIP() << "needs AVX-512";
   const Prepared r = prepare(t);
   ASSERT_TRUE(r.plan.at("parallel").get<bool>());
@@ -291,7 +298,7 @@ TEST_P(ConcurrentExecute, FromInsideTbbTasks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, ConcurrentExecute,
-                         ::testing::Values("nxc", "row_buffer", "scratch", "in_kernel", "src_in_place"),
+                         ::testing::Values("nxc", "row_buffer", "scratch", "in_kernel", "src_in_place", "plane_tiles"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
 
 }  // namespace

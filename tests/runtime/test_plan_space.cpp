@@ -40,6 +40,9 @@ std::vector<SpaceCase> space_cases() {
                             .stride({2, 2}).pads({1, 1}, {1, 1}).layout(DataFormat::NXC)},
       {"depthwise_ncx", DeconvTester().batch(1).channels(8, 8).groups(8).input({2, 5}).kernel({3, 3})
                             .stride({2, 2}).pads({1, 1}, {1, 1})},
+      // Plane tiles of 1-4 blocks (channels_per_call), each block a call or the tile's blocks one (oc_loop).
+      {"depthwise_ncx_tiles", DeconvTester().batch(2).channels(64, 64).groups(64).input({2, 3}).kernel({3, 3})
+                                  .stride({2, 2}).pads({1, 1}, {1, 1})},
       // One channel in and out without groups: the depthwise families apply as well as direct and gemm.
       {"one_channel_ncx", DeconvTester().batch(2).channels(1, 1).input({3, 5}).kernel({4, 4}).stride({2, 2})
                               .pads({1, 1}, {1, 1})},
