@@ -177,6 +177,8 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   if (fuse_x_possible(pl) && (pl.fused_x_taps > 0) != fuse_x_pays(pl, p)) e.efficiency *= 0.85;
   // Software prefetch of the source: where prefetch_src_default says (prefetch_src_pays, col_x_prefetch_pays).
   if (prefetch_src_possible(pl) && pl.prefetch_src != prefetch_src_default(pl, p)) e.efficiency *= 0.9;
+  // The group innermost: where group_inner_pays says.
+  if (group_inner_possible(pl) && pl.group_inner != group_inner_pays(pl, p)) e.efficiency *= 0.9;
   if (widen_src_possible(pl)) {
     const bool pays = widen_src_pays(pl, p);
     if (pl.widen_src) e.extra_bytes += 4.0 * static_cast<double>(p.src_elements()) * (pays ? 0.5 : 2.0);

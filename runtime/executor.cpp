@@ -59,8 +59,14 @@ struct Task {
   int64_t g, ob, n, oz, oy, part;
 };
 
+// Task index -> (group, channel block, image, z, y, row part): the group outermost, or innermost
+// (Plan::group_inner).
 Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t) {
   Task k;
+  if (pl.group_inner) {
+    k.g = t % pl.groups;
+    t /= pl.groups;
+  }
   k.part = t % parts;
   t /= parts;
   k.oy = t % pl.axes[1].out;
@@ -70,7 +76,7 @@ Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t)
   k.n = t % geo.images;
   t /= geo.images;
   k.ob = t % geo.ob_calls * pl.oc_loop;
-  k.g = t / geo.ob_calls;
+  if (!pl.group_inner) k.g = t / geo.ob_calls;
   return k;
 }
 

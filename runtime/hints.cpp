@@ -26,6 +26,7 @@ constexpr IntField kInts[] = {
     {"batch_block", &TuningHints::batch_block, -1, true}, {"channels_per_call", &TuningHints::channels_per_call, 0},
     {"edge_blocks", &TuningHints::edge_blocks, -1, true},
     {"flat_plane", &TuningHints::flat_plane, -1, true},   {"fuse_x_taps", &TuningHints::fuse_x_taps, -1, true},
+    {"group_inner", &TuningHints::group_inner, -1, true},
     {"ic_block", &TuningHints::ic_block, 0},
     {"ic_pairs", &TuningHints::ic_pairs, -1, true}, {"ic_unroll", &TuningHints::ic_unroll, 0},
     {"nt_stores", &TuningHints::nt_stores, -1, true},      {"oc_chunk", &TuningHints::oc_chunk, 0},
@@ -38,7 +39,7 @@ constexpr IntField kInts[] = {
     {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};
 
 // A new field must join the tables above; this tripwire makes sure of it.
-static_assert(sizeof(TuningHints) == (23 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
+static_assert(sizeof(TuningHints) == (24 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
 
 std::string known_fields() {

@@ -139,6 +139,9 @@ struct Plan {
   // the next block's source at the offsets they read in this one; col_x for each channel row's piece two
   // tiles ahead.
   bool prefetch_src = false;
+  // Row tasks of a grouped layer take the group innermost (TuningHints::group_inner): a task range covers
+  // every group of its row parts rather than one group's rows.
+  bool group_inner = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
   std::array<Axis, 3> axes;
@@ -300,6 +303,11 @@ void choose_prefetch_src(Plan& pl, const Problem& p, const TuningHints& h);
 bool prefetch_src_default(const Plan& pl, const Problem& p);
 bool prefetch_src_pays(const Plan& pl, const Problem& p);
 bool col_x_prefetch_pays(const Plan& pl);
+// The group innermost in the row tasks (Plan::group_inner): where the executor can order them so, and by
+// the hint or group_inner_pays.
+bool group_inner_possible(const Plan& pl);
+void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h);
+bool group_inner_pays(const Plan& pl, const Problem& p);
 // The one refusal of each of these hints (runtime/plan_copies.cpp).
 extern const char* const kWidenSrcNeeds;
 extern const char* const kBandRowsNeeds;

@@ -102,6 +102,40 @@ bool prefetch_src_pays(const Plan& pl, const Problem& p) {
   return src_bytes >= kPrefetchMinSrcBytes && next_block_bytes <= kPrefetchMaxBlockBytes;
 }
 
+// The group innermost (Plan::group_inner): the row families' tasks (runtime/executor.cpp, decompose), not a
+// band's, of a layer with groups.
+bool group_inner_possible(const Plan& pl) {
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
+                      pl.algorithm == Algorithm::dot;
+  return family && pl.groups > 1 && pl.band_rows == 0;
+}
+
+void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = group_inner_possible(pl);
+  check_hint(h.group_inner != 1 || possible,
+             "group_inner needs the direct, gemm or dot family of a grouped layer (G > 1) without band_rows");
+  pl.group_inner = possible && (h.group_inner >= 0 ? h.group_inner == 1 : group_inner_pays(pl, p));
+}
+
+// With the group outermost, a task range (a thread's share) walks one group's rows: each group's pass
+// reads its slice of every source pixel, so a 1-D source streamed from memory is read by as many sparse
+// passes as groups, the two threads in different groups at once. The group innermost reads each pixel's
+// slices together, once; its cost is the weights of every group in turn, so only where they are small.
+// Zen 4, 2 threads, the 33 grouped suite and holdout layers (not depthwise) in both orders, two runs
+// alternated (docs/data/grouped_task_order_ab_zen4_2t.txt): the 1-D layers on NXC data with 2 MiB of
+// source or more, all with 24 KB of weights or less, 1.06-1.83x (holdout s151 ho27, 256 channels in 4
+// groups over 18504 pixels, 1.31-1.41x; 1-D 2-group layers 1.29-1.83x); 2-D and 3-D layers mixed
+// (0.63-1.41: a 3-D layer of 25 MB and 5 KB of weights 0.86-0.96x; big weights lost, stylegan2_fused_r8_b8
+// 0.74-0.80x), so left as they were. Checked on 16 1-D grouped layers drawn for it afterwards (seed 181,
+// all within the bounds): 1.16x geomean over their 32 rows on both ISAs, 0.94-1.95 once two outliers were
+// timed again (docs/data/group_inner_check_s181_zen4_2t.txt).
+bool group_inner_pays(const Plan& pl, const Problem& p) {
+  constexpr int64_t kMinSrcBytes = int64_t{2} << 20, kMaxWeightBytes = int64_t{64} << 10;
+  const int64_t src_bytes = p.src_elements() * pl.src_elem_bytes();
+  return p.spatial_rank == 1 && pl.layout == LayoutPath::nxc && src_bytes >= kMinSrcBytes &&
+         pl.packed_weights_floats() * 4 <= kMaxWeightBytes;
+}
+
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
     "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's "

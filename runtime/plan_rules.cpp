@@ -132,6 +132,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "the source reaches 8 MiB and the next block's source is at most 12 KB (blocks along x only; not dot on "
        "16-bit data)"},
       {{"prefetch_src", "col_x"}, "col_x_prefetch_pays: where a row spans several tiles"},
+      {{"group_inner", ""},
+       "group_inner_pays: the row tasks of a grouped 1-D layer on NXC data take the group innermost from 2 MiB "
+       "of source with at most 64 KB of packed weights"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 16K elements of operands; smaller problems run on the calling "
                         "thread"},

@@ -158,15 +158,18 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   const std::vector<int> fuses = fuse_x_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> edges = edge_blocks_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> prefetches = prefetch_src_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
-  // every combination of nt_stores, pack_src, widen_src, band_rows, fuse_x_taps, edge_blocks, prefetch_src
-  std::vector<std::array<int, 7>> switches;
+  const std::vector<int> inners = group_inner_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  // every combination of nt_stores, pack_src, widen_src, band_rows, fuse_x_taps, edge_blocks, prefetch_src,
+  // group_inner
+  std::vector<std::array<int, 8>> switches;
   for (int nt : nts)
     for (int pk : packs)
       for (int wd : widens)
         for (int bd : bands)
           for (int fx : fuses)
             for (int eb : edges)
-              for (int pf : prefetches) switches.push_back({nt, pk, wd, bd, fx, eb, pf});
+              for (int pf : prefetches)
+                for (int gi : inners) switches.push_back({nt, pk, wd, bd, fx, eb, pf, gi});
   TuningHints h = tile;
   for (int icu : ladder(std::min<int64_t>(8, base.ic_per_group), base.ic_unroll))
     for (int xs : ladder(std::max<int64_t>(1, extent / base.ur_w), base.x_split))
@@ -176,11 +179,11 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
             for (int c : cpc)
               for (int occ : oc_chunks)
                 for (int rc : row_chunks)
-                  for (const auto& [nt, pk, wd, bd, fx, eb, pf] : switches) {
+                  for (const auto& [nt, pk, wd, bd, fx, eb, pf, gi] : switches) {
                     h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
                     h.channels_per_call = static_cast<int>(c * cpc_unit), h.oc_chunk = occ, h.row_chunk = rc;
                     h.nt_stores = nt, h.pack_src = pk, h.widen_src = wd, h.band_rows = bd, h.fuse_x_taps = fx;
-                    h.edge_blocks = eb, h.prefetch_src = pf;
+                    h.edge_blocks = eb, h.prefetch_src = pf, h.group_inner = gi;
                     Plan pl;
                     if (try_plan(p, isa, h, pl) && seen.insert(hints_key_text(pl.choices)).second)
                       out.push_back(std::move(pl));

@@ -159,6 +159,11 @@ struct TuningHints {
   // read, so that a source streamed from memory arrives before the FMAs wait for it (col_x: each channel
   // row's piece two tiles on).
   int prefetch_src = -1;
+  // direct, gemm and dot families of a grouped layer (G > 1) run by row tasks: -1 heuristic, 0 off, 1 on.
+  // On: consecutive tasks take the groups of one row part in turn (group innermost), so the channels of
+  // every group of a source pixel are read close together in time; off: a task range walks one group's
+  // rows before the next group's.
+  int group_inner = -1;
 
   bool empty() const;  // every field left to the heuristic
 };

@@ -60,6 +60,11 @@ std::vector<Case> cases() {
                         .layout(DataFormat::NXC); }, "gemm", "nxc"},
       {"depthwise", [] { return DeconvTester().batch(2).groups(64).channels(64, 64).input({48, 40}).kernel({3, 3})
                              .stride({2, 2}).layout(DataFormat::NXC); }, "depthwise", ""},
+      {"group_inner", [] {
+         TuningHints h;  // row parts of four groups, the group innermost
+         h.group_inner = 1, h.x_split = 3;
+         return DeconvTester().rank(1).batch(2).groups(4).channels(64, 8).input({300}).kernel({4}).stride({2})
+             .layout(DataFormat::NXC).hints(h); }, "", "nxc"},
       {"ncx_plane_tiles", [] {
          TuningHints h;  // tiles of 32 channels: 2-4 blocks of one vector, one call each
          h.layout = "plane_tiles", h.channels_per_call = 32, h.oc_vectors = 1, h.oc_loop = 1;

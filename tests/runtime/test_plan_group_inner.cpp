@@ -1,0 +1,48 @@
+// The group innermost in the row tasks (runtime/plan_copies.cpp, group_inner_pays), planned for any CPU: its
+// bounds, where it cannot run, and the hint both ways.
+#include <gtest/gtest.h>
+
+#include "deconvjit/deconvjit.hpp"
+#include "runtime/plan.hpp"
+#include "support/deconv_tester.hpp"
+#include "support/plan_helpers.hpp"
+
+namespace deconvjit::detail {
+namespace {
+
+using testing::DeconvTester;
+
+// 1-D, 256 channels in 4 groups of 64 -> 1 (the shape of holdout s151 ho27) over `pixels` NXC pixels.
+DeconvTester grouped_1d(int64_t pixels) {
+  return DeconvTester().rank(1).groups(4).channels(256, 4).input({pixels}).kernel({20}).stride({10}).pads({5}, {5})
+      .layout(DataFormat::NXC);
+}
+
+TEST(PlanGroupInner, OneDimensionalGroupedSourcesFromTwoMiB) {
+  for (Isa isa : kIsas) {
+    SCOPED_TRACE(to_string(isa));
+    const Plan at = plan_for(grouped_1d(2048), isa);  // 2 MiB of source exactly
+    EXPECT_TRUE(at.group_inner) << at.name;
+    EXPECT_NE(at.name.find("_gi"), std::string::npos) << at.name;
+    EXPECT_EQ(at.choices.group_inner, 1);
+    EXPECT_EQ(to_json(plan_for(grouped_1d(2048), isa, at.choices).choices), to_json(at.choices));
+    EXPECT_FALSE(plan_for(grouped_1d(2047), isa).group_inner);                               // a pixel short
+    EXPECT_FALSE(plan_for(DeconvTester(grouped_1d(18504)).layout(DataFormat::NCX), isa).group_inner);  // a copy
+    // 2-D sources keep the group outermost; so do weights past 64 KB (2 groups of 128 -> 64, kernel 2).
+    EXPECT_FALSE(plan_for(DeconvTester().groups(4).channels(256, 4).input({64, 64}).kernel({3, 3}).stride({2, 2})
+                              .layout(DataFormat::NXC), isa).group_inner);
+    EXPECT_FALSE(plan_for(DeconvTester().rank(1).groups(2).channels(256, 128).input({4096}).kernel({2}).stride({2})
+                              .layout(DataFormat::NXC), isa).group_inner);
+    // The hint both ways, and refused by name without groups.
+    TuningHints off, on;
+    off.group_inner = 0;
+    on.group_inner = 1;
+    EXPECT_FALSE(plan_for(grouped_1d(18504), isa, off).group_inner);
+    EXPECT_TRUE(plan_for(DeconvTester(grouped_1d(100)).layout(DataFormat::NCX), isa, on).group_inner);
+    expect_rejected(resolve(DeconvTester().channels(16, 8).input({4, 4}).layout(DataFormat::NXC).descriptor()),
+                    isa, on, "group_inner without groups", "group_inner");
+  }
+}
+
+}  // namespace
+}  // namespace deconvjit::detail
