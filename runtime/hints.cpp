@@ -38,7 +38,8 @@ constexpr IntField kInts[] = {
     {"weight_regs", &TuningHints::weight_regs, 0}, {"widen_src", &TuningHints::widen_src, -1, true},
     {"x_halo", &TuningHints::x_halo, -1, true},           {"x_split", &TuningHints::x_split, 0}};
 
-// A new field must join the tables above; this tripwire makes sure of it.
+// A new field must join the tables above. This tripwire fires when a field changes the struct's size: any
+// string, and an int when the count of ints goes past a multiple of 2 (their padding hides the others).
 static_assert(sizeof(TuningHints) == (24 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
 
