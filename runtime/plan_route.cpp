@@ -68,8 +68,8 @@ bool folding_fills_lanes(const Problem& p, int lanes) {
 
 // The defaults that move a layer to another family than its NXC one (dot -> dot_x or gemm_x, a 1->1 layer
 // -> depthwise_x) take only hints every family honours or refuses by name (parallel, nt_stores, pack_src,
-// widen_src, band_rows, edge_blocks, prefetch_src, group_inner 0); any other hint keeps the NXC family, which honoured it
-// before these defaults existed.
+// widen_src, band_rows, edge_blocks, prefetch_src, group_inner 0); any other hint keeps the NXC family,
+// which honoured it before these defaults existed.
 bool family_neutral(const TuningHints& h) {
   TuningHints rest = h;
   rest.parallel = -1;
