@@ -37,6 +37,10 @@ namespace deconvjit::detail {
 enum class Algorithm { direct, gemm, depthwise, dot, depthwise_x, gemm_x, col, dot_x, col_x };
 // The x-vector families (depthwise_x, dot_x) share the lane algebra, the executor and the generator.
 inline bool x_vector_family(Algorithm a) { return a == Algorithm::depthwise_x || a == Algorithm::dot_x; }
+// The row families that reduce over input channels, run by row tasks over a row of blocks along x.
+inline bool reducing_row_family(Algorithm a) {
+  return a == Algorithm::direct || a == Algorithm::gemm || a == Algorithm::dot;
+}
 // How NCX data reaches the NXC-shaped kernels. row_buffer: src copied to NXC once, each task computes
 // into a small NXC row buffer and writes it out as contiguous NCX rows. in_kernel: strided broadcasts and
 // scatter stores (AVX-512). scratch: whole-tensor NXC copies of src and dst.

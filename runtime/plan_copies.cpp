@@ -63,11 +63,10 @@ const char* const kPrefetchSrcNeeds =
 // (the farthest: the last pixel of the next block at the last channel of an unrolled pass).
 bool prefetch_src_possible(const Plan& pl) {
   if (pl.algorithm == Algorithm::col_x) return true;
-  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                      pl.algorithm == Algorithm::dot;
   const int64_t farthest = ((2 * int64_t{pl.ur_w} - 1) * pl.src_pix_stride + 2 * pl.ic_unroll * pl.src_ic_stride) *
                            pl.src_elem_bytes();
-  return family && pl.layout == LayoutPath::nxc && !pl.block_over_batch && farthest < (int64_t{1} << 31);
+  return reducing_row_family(pl.algorithm) && pl.layout == LayoutPath::nxc && !pl.block_over_batch &&
+         farthest < (int64_t{1} << 31);
 }
 
 void choose_prefetch_src(Plan& pl, const Problem& p, const TuningHints& h) {
@@ -105,9 +104,7 @@ bool prefetch_src_pays(const Plan& pl, const Problem& p) {
 // The group innermost (Plan::group_inner): the row families' tasks (runtime/executor.cpp, decompose), not a
 // band's, of a layer with groups.
 bool group_inner_possible(const Plan& pl) {
-  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                      pl.algorithm == Algorithm::dot;
-  return family && pl.groups > 1 && pl.band_rows == 0;
+  return reducing_row_family(pl.algorithm) && pl.groups > 1 && pl.band_rows == 0;
 }
 
 void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {

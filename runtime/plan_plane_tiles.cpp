@@ -18,15 +18,10 @@ constexpr int64_t kTileBytes = 256 << 10;
 // Tasks the default keeps at least (tiles are cut smaller for them), so that two threads balance.
 constexpr int64_t kMinTasks = 16;
 
-int64_t plane_elements(const Problem& p) {
-  int64_t in_sp = 1, out_sp = 1;
-  for (int64_t v : p.in) in_sp *= v;
-  for (int64_t v : p.out) out_sp *= v;
-  return in_sp + out_sp;
-}
-
+// One channel's input and output planes.
 int64_t channel_bytes(const Problem& p) {
-  return plane_elements(p) * static_cast<int64_t>(dtype_size(p.dtype));
+  const int64_t planes = p.src_elements() / (p.batch * p.c_in) + p.dst_elements() / (p.batch * p.c_out);
+  return planes * static_cast<int64_t>(dtype_size(p.dtype));
 }
 
 }  // namespace

@@ -159,8 +159,7 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   const std::vector<int> edges = edge_blocks_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> prefetches = prefetch_src_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   // (group_inner: also where the base plan bands its rows, which the hint turns off)
-  const bool grouped_rows = base.groups > 1 && (base.algorithm == Algorithm::direct ||
-                                                base.algorithm == Algorithm::gemm || base.algorithm == Algorithm::dot);
+  const bool grouped_rows = base.groups > 1 && reducing_row_family(base.algorithm);
   const std::vector<int> inners = grouped_rows ? std::vector<int>{0, 1} : std::vector<int>{-1};
   // every combination of nt_stores, pack_src, widen_src, band_rows, fuse_x_taps, edge_blocks, prefetch_src,
   // group_inner
