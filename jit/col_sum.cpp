@@ -118,7 +118,7 @@ class ColSumGenerator : public Generator {
     }
     if (!partial(j)) return void(vmovups(a, vec(v)));
     if (z_) return void(vmovups(a | k1, Zmm(v)));
-    vmaskmovps(a, Ymm(mask().getIdx()), Ymm(v));
+    store_f32_lanes(a, Ymm(v), 0, tail_, loaded());
   }
 };
 

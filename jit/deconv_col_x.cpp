@@ -6,7 +6,7 @@
 // masked vpermi2ps picks its phase's lanes, shifted by the tap's lane offset, out of this vector's
 // accumulator and the one before (the previous tile's last vector lives on the stack), and the sums are
 // stored as contiguous output. AVX2 (8 lanes, 16 registers) has no opmasks and no two-register permute:
-// its loads and stores at the row's ends are vmaskmovps, its FMAs take the weight from a broadcast
+// its loads at the row's ends are vmaskmovps (its stores there plain ones of 4, 2, 1 lanes), its FMAs take the weight from a broadcast
 // register, the lanes past the row's end are cleared after the reduction (their zero inputs times an
 // infinite weight would be NaNs), and each tap's shifted phase is two vpermps (this vector, the one
 // before), a blend and an and with the phase's lanes.
@@ -496,8 +496,7 @@ void ColXGenerator::emit_store(int64_t t, int c, int u, int64_t m) {
   } else if (zmm()) {
     vmovups(a | k7, Zmm(out.getIdx()));
   } else {
-    vmovups(scratch, lane_mask(lo, hi));
-    vmaskmovps(a, scratch, out);
+    store_f32_lanes(a, Ymm(out.getIdx()), lo, hi, scratch);
   }
 }
 

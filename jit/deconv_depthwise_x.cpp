@@ -340,7 +340,6 @@ void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {
     const Lanes l = store_lanes(b, u);
     const bool full = l.hi == lanes();
     if (!full && zmm()) set_opmask(l, k1);
-    if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c) {
       const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * eb()];
       if (io16()) {
@@ -355,7 +354,7 @@ void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {
       else if (zmm())
         vmovups(a | k1, Zmm(acc(c, u).getIdx()));
       else
-        vmaskmovps(a, ymask(), acc(c, u));
+        store_f32_lanes(a, Ymm(acc(c, u).getIdx()), l.lo, l.hi, temp(0));
     }
   }
 }

@@ -401,7 +401,6 @@ class DirectGenerator : public RowKernelGenerator {
 
   void emit_f32_store(bool nt) {
     const bool masked = bk_->mask_lanes != 0;
-    if (masked && !zmm()) vmovups(wvec(0), ptr[rip + l_mask_]);
     mov(r_sx, r_dst);
     for (int p = 0; p < w_; ++p) {
       for (int v = 0; v < nv(); ++v) {
@@ -410,7 +409,7 @@ class DirectGenerator : public RowKernelGenerator {
           if (zmm())
             vmovups(a | k1, Zmm(acc(p, v).getIdx()));
           else
-            vmaskmovps(a, Ymm(wvec(0).getIdx()), Ymm(acc(p, v).getIdx()));
+            store_f32_lanes(a, Ymm(acc(p, v).getIdx()), 0, bk_->mask_lanes, wvec(0));
         } else if (nt) {
           vmovntps(a, acc(p, v));
         } else {

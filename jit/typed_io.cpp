@@ -4,6 +4,8 @@
 // zero: vectors with such lanes then take the integer rounding (narrow_bf16_ne). Masked accesses touch
 // only the lanes asked for: AVX-512 through opmasks on words, AVX2 one word at a time (only the ragged
 // edges of rows and channel tails take that path). k6 is the scratch opmask of every rounding here.
+#include <algorithm>
+
 #include "jit/generator.hpp"
 
 namespace deconvjit::jit {
@@ -197,7 +199,34 @@ void Generator::store_io_lanes(const Address& a, const Xmm& v, int lo, int hi, c
   }
   narrow_io(v, t1);
   if (io_zmm_) return vpmovdw(a | k, t1);
-  for (int i = lo; i < hi; ++i) vpextrw(io_lane(a, i), Xmm(t1.getIdx()), static_cast<uint8_t>(i));
+  store_xmm_lanes(a.getRegExp(), Xmm(t1.getIdx()), 2, lo, hi);
+}
+
+void Generator::store_f32_lanes(const Address& a, const Ymm& v, int lo, int hi, const Xmm& t) {
+  const RegExp b = a.getRegExp();
+  if (lo < 4) store_xmm_lanes(b, Xmm(v.getIdx()), 4, lo, std::min(hi, 4));
+  if (hi <= 4) return;
+  if (lo <= 4 && hi == 8) return vextractf128(ptr[b + 16], v, 1);
+  const Xmm upper(t.getIdx());
+  vextractf128(upper, v, 1);
+  store_xmm_lanes(b + 16, upper, 4, std::max(lo, 4) - 4, hi - 4);
+}
+
+void Generator::store_xmm_lanes(const RegExp& b, const Xmm& x, int bytes, int lo, int hi) {
+  for (int at = lo * bytes, end = hi * bytes; at < end;) {
+    int size = 16;
+    while (at % size != 0 || at + size > end) size /= 2;
+    const Address m = ptr[b + at];
+    if (size == 16)
+      vmovups(m, x);
+    else if (size == 8)
+      at == 0 ? vmovq(m, x) : vmovhps(m, x);
+    else if (size == 4)
+      at == 0 ? vmovd(m, x) : vpextrd(m, x, static_cast<uint8_t>(at / 4));
+    else
+      vpextrw(m, x, static_cast<uint8_t>(at / 2));
+    at += size;
+  }
 }
 
 void Generator::emit_io_table() {
