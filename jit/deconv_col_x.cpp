@@ -6,10 +6,10 @@
 // masked vpermi2ps picks its phase's lanes, shifted by the tap's lane offset, out of this vector's
 // accumulator and the one before (the previous tile's last vector lives on the stack), and the sums are
 // stored as contiguous output. AVX2 (8 lanes, 16 registers) has no opmasks and no two-register permute:
-// its loads at the row's ends are vmaskmovps (its stores there plain ones of 4, 2, 1 lanes), its FMAs take the weight from a broadcast
-// register, the lanes past the row's end are cleared after the reduction (their zero inputs times an
-// infinite weight would be NaNs), and each tap's shifted phase is two vpermps (this vector, the one
-// before), a blend and an and with the phase's lanes.
+// its loads at the row's ends are vmaskmovps (its stores there plain ones of 4, 2 and 1 lanes), its FMAs
+// take the weight from a broadcast register, the lanes past the row's end are cleared after the reduction
+// (their zero inputs times an infinite weight would be NaNs), and each tap's shifted phase is two vpermps
+// (this vector, the one before), a blend and an and with the phase's lanes.
 //
 // Function (kind, part): kind 0 holds Plan::main's channels, kind 1 Plan::last's; part p computes the p-th
 // of x_split ranges of tiles, starting with a tile that only fills the stack (the one before the range).
