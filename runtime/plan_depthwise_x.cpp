@@ -101,6 +101,10 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // at 16 0.95x); with 4 channels dot_x won both (1.4-1.5x). On the 17 layers the rule moves, in f32, bf16 and
 // f16: 0.97-2.36x, geomean 1.48 (dcgan_g5 f32 0.73 -> 0.59 ms; with fused x taps fsrcnn_x2 7.59 -> 3.79;
 // vqvae2_dec_out_b16 0.97-1.01, wavegan_up5_b16 f32 0.98).
+// At x stride 1 the exception for several output channels holds up to 9 taps per output (the 3x3 kernel
+// it was measured on): a 7x7 kernel at stride 1 with 4 outputs, holdout s197 ho14, ran 1.61x faster in dot
+// (0.52 / 0.84 ms, AVX2, both timed twice in one process, docs/data/dot_x_vs_dot_avx2_s19_zen4_2t.jsonl),
+// and s53 ho43 (the same kernel on 28-pixel rows, which keep it from dot_x) 1.6x.
 namespace {
 bool dot_copy_repays_on_avx2(const Problem& p, Isa isa, int64_t taps) {
   return isa == Isa::avx2 && p.c_out <= 3 && p.c_out * taps >= 24 && dot_applies(p);
@@ -115,7 +119,8 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
   }
   const int64_t x_taps = ceil_div(p.kernel.back(), p.stride.back());
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
-  return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || p.stride.back() == 1) &&
+  const bool no_permute = p.stride.back() == 1 && per_output <= 9;
+  return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || no_permute) &&
          (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
          !(gemm_x_preferred(p) && gemm_x_applies(p, isa)) && !dot_copy_repays_on_avx2(p, isa, taps);
 }

@@ -143,6 +143,22 @@ TEST(PlanHeuristic, EveryPlanFitsTheRegisterFile) {
       expect_fits_registers(plan_for(DeconvTester().channels(32, c_out).input({8, 40}).stride({2, 2}), isa));
 }
 
+// dot_x at x stride 1 (no permute) with several output channels: up to 9 taps per output (a 3x3 kernel),
+// not a 7x7 one, which dot's copy of the source repays (holdout s197 ho14: 1.61x in dot on AVX2).
+TEST(PlanHeuristic, DotXAtStrideOneStopsAtNineTapsPerOutput) {
+  auto layer = [](int k, int pad) {
+    return resolve(descriptor_from_json(R"({"src":[1,24,95,95],"weights":[24,4,)" + std::to_string(k) + "," +
+                                        std::to_string(k) + R"(],"strides":[1,1],"pads_begin":[)" +
+                                        std::to_string(pad) + "," + std::to_string(pad) + R"(],"pads_end":[)" +
+                                        std::to_string(pad) + "," + std::to_string(pad) + "]}"));
+  };
+  for (Isa isa : {Isa::avx2, Isa::avx512_core}) {
+    EXPECT_FALSE(detail::dot_x_preferred(layer(7, 3), isa)) << to_string(isa);
+    EXPECT_NE(detail::make_plan(layer(7, 3), isa, {}).algorithm, detail::Algorithm::dot_x) << to_string(isa);
+  }
+  EXPECT_TRUE(detail::dot_x_preferred(layer(3, 1), Isa::avx512_core));
+}
+
 // A 1x1 input whose pads crop 3 of every 4 taps: col would compute 4 products for each one used, and a
 // halo would make 2 of 3 source columns zeros; the direct family without a halo runs it. The layer col
 // was made for (sbl_deconv1: 8x6 pixels, most taps used) keeps col.
