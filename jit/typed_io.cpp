@@ -2,8 +2,9 @@
 // (bf16: a 16-bit shift; f16: vcvtph2ps). Narrowing rounds to nearest even: f16 through vcvtps2ph, bf16
 // with integer arithmetic, or where the CPU has it by vcvtneps2bf16, which flushes subnormal inputs to
 // zero: vectors with such lanes then take the integer rounding (narrow_bf16_ne). Masked accesses touch
-// only the lanes asked for: AVX-512 through opmasks on words, AVX2 one word at a time (only the ragged
-// edges of rows and channel tails take that path). k6 is the scratch opmask of every rounding here.
+// only the lanes asked for: AVX-512 through opmasks on words, AVX2 loads one word at a time and stores by
+// the fewest plain stores (store_xmm_lanes; only the ragged edges of rows and channel tails take these
+// paths). k6 is the scratch opmask of every rounding here.
 #include <algorithm>
 
 #include "jit/generator.hpp"
