@@ -57,7 +57,7 @@ class ColSumGenerator : public Generator {
 
   Xmm vec(int i) const { return z_ ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
   Xmm t1() const { return vec(kChunk); }
-  Xmm loaded() const { return vec(kChunk + 2); }  // AVX2: the masked load of the last vector
+  Xmm loaded() const { return vec(kChunk + 2); }  // AVX2: the masked load of the last vector; store scratch
   Xmm mask() const { return vec(kChunk + 3); }    // AVX2: its lane mask
   bool partial(int64_t j) const { return tail_ && j == vectors_ - 1; }
 

@@ -77,7 +77,7 @@ class DepthwiseXGenerator : public Generator {
   const std::vector<Piece> pieces_;
   int cb_ = 1;  // channels per register block in the function being emitted
   int set_ = 0;  // dot_x: the accumulator set the taps being emitted add to
-  std::vector<Lanes> mask_table_;  // AVX2: the lane masks the loads and stores use
+  std::vector<Lanes> mask_table_;  // AVX2: the lane masks the masked loads use
   Label l_index_, l_masks_, l_live_;
 
   bool zmm() const { return pl_.isa == Isa::avx512_core; }

@@ -458,7 +458,7 @@ class DirectGenerator : public RowKernelGenerator {
     }
   }
 
-  // AVX2 has no opmask: its masked loads and stores read lane masks from this table.
+  // AVX2 has no opmask: its masked loads read lane masks from this table (stores: store_f32_lanes).
   void emit_tables() override {
     if (pl_.ic_pairs) {
       align(64);

@@ -6,6 +6,7 @@
 // the fewest plain stores (store_xmm_lanes; only the ragged edges of rows and channel tails take these
 // paths). k6 is the scratch opmask of every rounding here.
 #include <algorithm>
+#include <cassert>
 
 #include "jit/generator.hpp"
 
@@ -214,6 +215,7 @@ void Generator::store_f32_lanes(const Address& a, const Ymm& v, int lo, int hi, 
 }
 
 void Generator::store_xmm_lanes(const RegExp& b, const Xmm& x, int bytes, int lo, int hi) {
+  assert(0 <= lo && lo <= hi && hi * bytes <= 16 && (bytes == 2 || bytes == 4));
   for (int at = lo * bytes, end = hi * bytes; at < end;) {
     int size = 16;
     while (at % size != 0 || at + size > end) size /= 2;
