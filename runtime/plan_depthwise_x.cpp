@@ -88,10 +88,11 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // 0.091 / 0.031; wavegan_up5_b16 2.16 / 1.53; gcnet_l37_crop 4.65 / 3.66; but 16 x taps segan_deconv11
 // 0.114 / 0.165, a 7x7 kernel with 3 outputs resnet50_bwd_stem_b16 15.3 / 19.1, 31-pixel rows
 // cdcgan_mnist_h2_b64 0.70 / 1.51, 8 taps with 3 outputs vgan_fg_g4 1.40 / 1.59; at x stride 1 there is no
-// permute: 9 taps with 3 outputs lsgan_d7_b16 tuned 1.58x faster in dot_x). bf16 dot reduces channel pairs at twice the FMA rate on CPUs with
-// avx512_bf16, so there only copy-bound layers, with at most 15 products per source element, go to dot_x
-// (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 / 0.93). gemm_x, where it is
-// preferred, reads NCX in place without either cost. (1 -> 1 layers take depthwise_x first.)
+// permute: 9 taps with 3 outputs lsgan_d7_b16 tuned 1.58x faster in dot_x). bf16 dot reduces channel pairs
+// at twice the FMA rate on CPUs with avx512_bf16, so there only copy-bound layers, with at most 15 products
+// per source element, go to dot_x (dprnn_decoder 0.086 / 0.300, pwcnet_upfeat3 with 32 products 1.31 /
+// 0.93). gemm_x, where it is preferred, reads NCX in place without either cost. (1 -> 1 layers take
+// depthwise_x first.)
 // On AVX2 (where col_x_preferred does not take the layer) the dot family's copy of the source repays from 24
 // products per source element with at most 3 output channels (its block then holds 4-12 pixels; with 4 it
 // holds 2). AVX2, NCX, 2 threads, dot_x against dot, docs/data/dot_x_avx2_zen4_2t.txt: f32 sweep of every
@@ -103,8 +104,9 @@ bool dot_x_applies(const Problem& p, Isa isa) {
 // vqvae2_dec_out_b16 0.97-1.01, wavegan_up5_b16 f32 0.98).
 // At x stride 1 the exception for several output channels holds up to 9 taps per output (the 3x3 kernel
 // it was measured on): a 7x7 kernel at stride 1 with 4 outputs, holdout s197 ho14, ran 1.61x faster in dot
-// (0.52 / 0.84 ms, AVX2, both timed twice in one process, docs/data/dot_x_vs_dot_avx2_s19_zen4_2t.jsonl),
-// and s53 ho43 (the same kernel on 28-pixel rows, which keep it from dot_x) 1.6x.
+// (0.52 / 0.84 ms, AVX2, two sweeps each timing both in turn in one process,
+// docs/data/dot_x_vs_dot_avx2_s19_zen4_2t.jsonl), and s53 ho43 (the same kernel on 28-pixel rows, which
+// keep it from dot_x) 1.6x.
 namespace {
 bool dot_copy_repays_on_avx2(const Problem& p, Isa isa, int64_t taps) {
   return isa == Isa::avx2 && p.c_out <= 3 && p.c_out * taps >= 24 && dot_applies(p);
