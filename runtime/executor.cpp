@@ -101,6 +101,35 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
   }
 }
 
+// A clipped block (Segment::clipped; gemm with pixels overhanging the row): the kernel computes it into a
+// scratch block laid out as dst, and only the lanes of outputs inside the row move to dst (and, for a later
+// pass of the reduction, come from it first). `c0` is the block's first channel within the folded pixel.
+template <typename T>
+void run_clipped(const Plan& pl, const Segment& s, int64_t c0, const BlockKind& bk, jit::KernelFn fn,
+                 jit::KernelArgs& args) {
+  T* const to = static_cast<T*>(args.dst);
+  T* const tmp = row_scratch<T, 2>(static_cast<size_t>(s.width * pl.dst_x));
+  const int64_t per_output = pl.dst_x / pl.fold_stride, last = pl.axes[2].out - 1;
+  const int64_t block_end = std::min<int64_t>(c0 + int64_t{bk.vectors} * pl.lanes, pl.oc_per_group);
+  auto lanes = [&](int64_t p, int64_t& lo, int64_t& hi) {  // the block's lanes of pixel p inside the row
+    const int64_t o = s.o_first + p;
+    lo = std::max(c0, o == 0 ? pl.fold_shift * per_output : 0) - c0;
+    hi = std::min(block_end, (o == last ? pl.fold_stride - pl.fold_tail : pl.fold_stride) * per_output) - c0;
+  };
+  int64_t lo = 0, hi = 0;
+  if (args.accumulate)
+    for (int64_t p = 0; p < s.width; ++p) {
+      lanes(p, lo, hi);
+      if (lo < hi) std::memcpy(tmp + p * pl.dst_x + lo, to + p * pl.dst_x + lo, (hi - lo) * sizeof(T));
+    }
+  args.dst = tmp;
+  fn(&args);
+  for (int64_t p = 0; p < s.width; ++p) {
+    lanes(p, lo, hi);
+    if (lo < hi) std::memcpy(to + p * pl.dst_x + lo, tmp + p * pl.dst_x + lo, (hi - lo) * sizeof(T));
+  }
+}
+
 // T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert. S: the source
 // the kernel reads (T, or float when the plan widens it first).
 // `shift`: the element offset in the whole source copy at which `src` starts (a band's first row).
@@ -129,7 +158,7 @@ void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t,
   T* buf = row_buffer ? row_scratch<T>(static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
   T* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
                               : dst + t.n * pl.dst_n + oc0 * pl.dst_c +
-                                    (t.oz * a[1].out + t.oy) * a[2].out * pl.dst_x;
+                                    (t.oz * a[1].out + t.oy) * pl.dst_row_elements() + pl.dst_row_offset();
   jit::KernelArgs args;
   args.nz = tz.count;
   args.ny = ty.count;
@@ -140,7 +169,11 @@ void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t,
     args.dst = dst_row + s.n_first * pl.dst_n + s.o_first * pl.dst_x;
     args.nx = s.ntaps;
     args.nblocks = s.nblocks;
-    k.fns[kind][s.edge >= 0 ? pl.ur_w + s.edge : s.width - 1](&args);
+    const jit::KernelFn fn = k.fns[kind][s.edge >= 0 ? pl.ur_w + s.edge : s.width - 1];
+    if (s.clipped)
+      run_clipped<T>(pl, s, oc0 - t.g * pl.oc_per_group, bk, fn, args);
+    else
+      fn(&args);
   }
   if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
 }

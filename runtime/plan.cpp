@@ -55,14 +55,20 @@ Axis make_axis(const Problem& p, int i) {
 
 namespace {
 
+// Output o + pad_begin = (f + q) s + phase for folded pixel f, with q = floor(pad_begin / s) and
+// fold_shift = pad_begin - q s: folded channel phase * C_OUT + oc of pixel f is output f s + phase - fold_shift,
+// and its tap j (kernel x phase + j s) reads input f + q - j, a stride-1 correlation with pad q.
 void fold_x_phases(Plan& pl) {
   Axis& x = pl.axes[2];
+  const int64_t q = floor_div(x.pad_begin, x.stride), folded = ceil_div(x.out + x.pad_begin - q * x.stride, x.stride);
   pl.fold_stride = x.stride;
+  pl.fold_shift = x.pad_begin - q * x.stride;
+  pl.fold_tail = folded * x.stride - x.out - pl.fold_shift;
   pl.oc_per_group *= x.stride;
   pl.dst_channels *= x.stride;
-  x.out /= x.stride;
+  x.out = folded;
   x.kernel /= x.stride;
-  x.pad_begin /= x.stride;
+  x.pad_begin = q;
   x.stride = x.tap_k_step = x.tap_i_step = 1;
 }
 
@@ -165,10 +171,14 @@ int64_t Plan::packed_weights_floats() const {
 namespace {
 
 // Small rows with several images: blocks across images keep every register block full.
+// (Not where gemm's folded pixels overhang the row: a block of images would need a scratch block per image.)
 bool choose_batch_blocking(const Plan& pl, const TuningHints& h) {
-  check_hint(h.batch_block != 1 || (pl.algorithm != Algorithm::depthwise && pl.batch >= 2),
-             "batch_block needs a family other than depthwise and at least 2 images");
+  const bool clipped = pl.fold_shift || pl.fold_tail;
+  check_hint(h.batch_block != 1 || (pl.algorithm != Algorithm::depthwise && pl.batch >= 2 && !clipped),
+             "batch_block needs a family other than depthwise, at least 2 images, and (gemm) x pads_begin and "
+             "output size multiples of the x stride");
   if (h.batch_block >= 0) return h.batch_block == 1;
+  if (clipped) return false;
   const Axis& x = pl.axes[2];
   return pl.algorithm != Algorithm::depthwise && batch_blocking_pays(pl.batch, x.out, x.stride, pl.isa);
 }
@@ -234,7 +244,7 @@ void set_dst_strides(Plan& pl) {
   else if (pl.layout == LayoutPath::ncx_plane_tiles)
     pl.dst_c = 1, pl.dst_x = pl.channels_per_call, pl.dst_n = out_sp * pl.channels_per_call;
   else if (pl.layout != LayoutPath::ncx_src_in_place)
-    pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = out_sp * pl.dst_channels;
+    pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = a[0].out * a[1].out * pl.dst_row_elements();
   if (row_buffered(pl.layout)) {
     // The buffer holds one channel block of one task's part of a row, for each image in the task.
     const int64_t width = (a[2].out + pl.x_split - 1) / pl.x_split;

@@ -15,8 +15,8 @@
 namespace deconvjit::detail {
 
 // direct: stride-phase decomposition, each phase a dense stride-1 correlation over its own taps.
-// gemm:   kernel == stride on the innermost axis, no padding: the x taps fold into the channel
-//         dimension, so each input pixel produces one contiguous run of Kx*C_OUT outputs.
+// gemm:   kernel a multiple of the stride on the innermost axis: the x phases fold into the channel
+//         dimension, so each folded pixel is one contiguous run of s*C_OUT outputs (K == s: a GEMM).
 // depthwise: one channel per group; channels become the vector dimension, inputs are loaded as vectors.
 // dot:       very few output channels; input channels become the vector dimension and each output is a
 //            horizontal sum, so lanes stay full when C_OUT/G is 1..4.
@@ -157,6 +157,10 @@ struct Plan {
   int64_t oc_per_group = 1;     // vector-dimension length per group (C_OUT/G, or Kx*C_OUT for gemm)
   int64_t dst_channels = 1;     // floats per virtual output pixel (C_OUT, or Kx*C_OUT for gemm)
   int64_t fold_stride = 1;      // gemm: the x stride folded into the channels (1 otherwise)
+  // gemm with x pads_begin or output size not multiples of the stride: folded pixel 0 starts fold_shift
+  // outputs before the row and the last folded pixel ends fold_tail outputs past it. Blocks holding such a
+  // pixel store through a scratch block (Segment::clipped), so no lane outside the row is written.
+  int64_t fold_shift = 0, fold_tail = 0;
   int64_t oc_blocks = 1;        // register blocks along the vector dimension per group
   int64_t channels_per_call = 0;  // depthwise_x: channels one call walks (oc_blocks calls per row); dot_x: C_OUT;
                                   // plane_tiles: channels (planes) of one task's tile, the kernel's pixel stride
@@ -198,6 +202,12 @@ struct Plan {
 
   int64_t elem_bytes() const { return dtype == DType::f32 ? 4 : 2; }  // src and dst as given
   int64_t src_elem_bytes() const { return widen_src ? 4 : elem_bytes(); }  // the source the kernel reads
+  // Elements between consecutive output rows of an NXC-shaped destination, and the offset of folded pixel 0
+  // from the row's first output (gemm: the outputs cut off by fold_shift).
+  int64_t dst_row_elements() const {
+    return (axes[2].out * fold_stride - fold_shift - fold_tail) * dst_x / fold_stride;
+  }
+  int64_t dst_row_offset() const { return -fold_shift * dst_x / fold_stride; }
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.
@@ -424,6 +434,9 @@ bool col_preferred(const Problem& p, Isa isa = Isa::avx512_core);
 // phases into channels (plan_route.cpp).
 Axis make_axis(const Problem& p, int i);
 bool gemm_applies(const Problem& p, const Axis& x);
+// Folded pixels that all lie within the row (x pads_begin and output size multiples of the stride): the
+// case gemm was first measured on, and takes by default wherever it applies.
+bool gemm_aligned(const Axis& x);
 Descriptor col_inner_descriptor(const Problem& p);
 // col's own plan (make_plan_at): it names the inner GEMM kernel, planned as a kernel of its own.
 void plan_col(Plan& pl, const Problem& p, Isa isa, const TuningHints& h);

@@ -152,6 +152,7 @@ std::string Plan::to_json() const {
   j["ic_tail_lanes"] = ic_tail_lanes;
   if (algorithm == Algorithm::depthwise_x || layout == LayoutPath::ncx_plane_tiles)
     j["channels_per_call"] = channels_per_call;
+  if (algorithm == Algorithm::gemm) j["fold"] = {{"stride", fold_stride}, {"shift", fold_shift}, {"tail", fold_tail}};
   if (algorithm == Algorithm::gemm_x) {
     j["rows_per_block"] = rows_per_block;
     j["flat_plane"] = flat_plane;

@@ -8,13 +8,15 @@
 
 namespace deconvjit::detail {
 
-// With dilation 1, K a multiple of s and pads and output aligned to s, every x phase has the same K/s
-// taps at the same input offsets: the s phases of an output chunk fold into the channel dimension
-// (s*C_OUT contiguous floats in NXC), and x becomes a dense stride-1 correlation. K == s is a plain GEMM.
+// With dilation 1 and K a multiple of s, every x phase has the same K/s taps at the same input offsets:
+// the s phases of an output chunk fold into the channel dimension (s*C_OUT contiguous floats in NXC), and
+// x becomes a dense stride-1 correlation. K == s is a plain GEMM. Pads and output sizes off the stride
+// leave the row's first and last folded pixels partly outside it (Plan::fold_shift, fold_tail).
 bool gemm_applies(const Problem& p, const Axis& x) {
-  return p.groups == 1 && x.dilation == 1 && x.kernel % x.stride == 0 && (x.stride > 1 || x.kernel == 1) &&
-         x.pad_begin % x.stride == 0 && x.out % x.stride == 0;
+  return p.groups == 1 && x.dilation == 1 && x.kernel % x.stride == 0 && (x.stride > 1 || x.kernel == 1);
 }
+
+bool gemm_aligned(const Axis& x) { return x.pad_begin % x.stride == 0 && x.out % x.stride == 0; }
 
 namespace {
 
@@ -66,6 +68,22 @@ bool folding_fills_lanes(const Problem& p, int lanes) {
   return lane_use(p.stride.back() * oc, lanes) >= 1.3 * lane_use(oc, lanes);
 }
 
+// gemm where its folded pixels overhang the row (pads or output size off the stride: the k = 2s, p = s/2
+// of most GAN and vocoder upsamplers), by default where folding fills lanes better over 32+ input channels
+// per group, and not where batch blocking pays (the direct family blocks over images; gemm's clipped blocks
+// cannot). Zen 4, 2 threads, f32, gemm against the direct family in one process on every suite and holdout
+// layer with K a multiple of s and pads off it where the rule takes gemm (docs/data/gemm_overhang_*.jsonl):
+// AVX2 NXC 1.21-1.40x on all 8 (holdout s197 ho42, 160 -> 12 channels, k16 s8 p4: 1.40x), NCX through
+// whole-tensor copies 1.19-1.36x on all 7; AVX-512 NXC 1.13x over 16 (0.84 the one below 0.98, s89 ho00 at
+// 48 -> 8, which NCX timed at 1.10), NCX 1.13x over 10 (1.03-1.24). Below 32 input channels it went both
+// ways, 0.82-1.54x over 10 layers of 2-21 (direct also beat aligned gemm on some short reductions).
+// Where C_OUT already fills lanes, gemm ran as fast as direct on the same layers made aligned by dropping
+// the x pads (1.005 over 140 AVX-512, 1.023 over 166 AVX2; gemm_overhang_aligned_*): no reason to move.
+bool gemm_overhang_pays(const Problem& p, Isa isa, const Axis& x) {
+  return p.c_in_per_group() >= 32 && folding_fills_lanes(p, vector_lanes(isa)) &&
+         !batch_blocking_pays(p.batch, x.out, x.stride, isa);
+}
+
 // The defaults that move a layer to another family than its NXC one (dot -> dot_x or gemm_x, a 1->1 layer
 // -> depthwise_x) take only hints every family honours or refuses by name (parallel, nt_stores, pack_src,
 // widen_src, band_rows, edge_blocks, prefetch_src, group_inner 0); any other hint keeps the NXC family,
@@ -113,8 +131,8 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
                    " output channels per group");
     if (h.algorithm == "dot" || h.algorithm == "dot_x") return Algorithm::dot;  // (dot_x: choose_layout)
     check_hint(h.algorithm != "gemm" || gemm_ok,
-               "algorithm gemm needs G=1, dilation 1 on x, kernel, pads_begin and output size on x "
-               "multiples of the stride, and NXC-shaped output");
+               "algorithm gemm needs G=1, dilation 1 on x, a kernel x that is a multiple of the stride, and "
+               "NXC-shaped output");
     check_hint(h.algorithm != "depthwise" || depthwise_applies(p),
                "algorithm depthwise needs one input and one output channel per group");
     return h.algorithm == "gemm" ? Algorithm::gemm
@@ -122,7 +140,7 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
   }
   if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
   if (dot_applies(p) && !direct_pairs_pay(p, isa, h)) return Algorithm::dot;
-  return gemm_ok ? Algorithm::gemm : Algorithm::direct;
+  return gemm_ok && (gemm_aligned(x) || gemm_overhang_pays(p, isa, x)) ? Algorithm::gemm : Algorithm::direct;
 }
 
 
@@ -262,7 +280,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
 // phases (x stride x 1 channel) fill whole vectors (hed_dsn5_up, stride 16, AVX-512: the NXC kernel
 // 0.031 ms, depthwise_x 0.036), nor without depthwise_x (AVX2 at stride 16).
 bool one_channel_native(const Problem& p, Isa isa, const Axis& x, const TuningHints& h) {
-  const bool gemm_fills = gemm_applies(p, x) && x.stride % vector_lanes(isa) == 0;
+  const bool gemm_fills = gemm_applies(p, x) && gemm_aligned(x) && x.stride % vector_lanes(isa) == 0;
   return p.groups == 1 && depthwise_applies(p) && family_neutral(h) && depthwise_x_applies(p, isa) &&
          !gemm_fills;
 }

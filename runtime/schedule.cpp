@@ -107,6 +107,32 @@ std::vector<Segment> split_edges(const Plan& pl, const std::vector<Segment>& seg
   return out;
 }
 
+// gemm: the blocks holding folded pixel 0 (fold_shift) or the last one (fold_tail) become segments of one
+// block each, marked clipped. Blocks along x only (choose_batch_blocking), one pixel apart after folding.
+std::vector<Segment> split_clipped(const Plan& pl, const std::vector<Segment>& segs) {
+  const int64_t last = pl.axes[2].out - 1;
+  auto overhangs = [&](int64_t o0, int64_t width) {
+    return (pl.fold_shift && o0 == 0) || (pl.fold_tail && o0 <= last && last < o0 + width);
+  };
+  std::vector<Segment> out;
+  for (const Segment& s : segs) {
+    int64_t b = 0;
+    while (b < s.nblocks) {
+      int64_t e = b;  // blocks [b, e) run as one segment
+      while (e < s.nblocks && !overhangs(s.o_first + e * s.width, s.width)) ++e;
+      if (e == b) ++e;
+      Segment piece = s;
+      piece.o_first = s.o_first + b * s.width;
+      piece.ix0 = s.ix0 + (s.ntaps ? b * s.width : 0);
+      piece.nblocks = e - b;
+      piece.clipped = overhangs(piece.o_first, s.width);
+      out.push_back(piece);
+      b = e;
+    }
+  }
+  return out;
+}
+
 // The parts of a row and their segments; with `edges` (Plan::edges or, when `add`, a list to fill) the
 // border blocks apart.
 std::vector<RowPart> row_parts(const Plan& pl, std::vector<EdgeBlock>* edges, bool add) {
@@ -122,6 +148,7 @@ std::vector<RowPart> row_parts(const Plan& pl, std::vector<EdgeBlock>* edges, bo
     for (const Run& run : runs)
       emit_piece(part.segments, run, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
     if (edges) part.segments = split_edges(pl, part.segments, *edges, add);
+    if (pl.fold_shift || pl.fold_tail) part.segments = split_clipped(pl, part.segments);
     parts.push_back(std::move(part));
   }
   return parts;

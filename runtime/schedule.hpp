@@ -23,6 +23,9 @@ struct Segment {
   int32_t width = 1;
   int64_t nblocks = 1;
   int32_t edge = -1;  // one block run by the function of Plan::edges[edge] (-1: the width's function)
+  // One block holding a gemm pixel that overhangs the row (Plan::fold_shift, fold_tail): it computes into
+  // a scratch block, and only the lanes inside the row are copied to dst.
+  bool clipped = false;
 };
 
 // A contiguous range [x0, x1) of output x and the segments that compute it.
