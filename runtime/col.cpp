@@ -79,9 +79,10 @@ bool col_preferred(const Problem& p, Isa isa) {
   // holdout layers where col was the default and gemm applied (docs/data/col_vs_gemm_zen4_2t.jsonl): AVX2
   // gemm 1.02-1.58x on 7 (s131 ho09, 320 -> 8 at k = s = 2: 2.48 -> 1.57 ms), 0.997 on demucs_dec6 (col
   // for its big weights, unchanged); AVX-512 gemm 1.05-1.78x where the folded channels fill 16 lanes (8 x 2,
-  // 40 x 4), 0.84-1.00x where they do not (12 x 2 = 24 of 32 lanes, 19 x 2: col stays). The 24 rows that left col with both changes, against col by
-  // hint (docs/data/col_rule_by_isa_flips_zen4_2t.jsonl): AVX2 1.09x over 22 (s131 ho25 1.26-1.29; below
-  // 0.97: keypointrcnn_b8 NCX 0.74, whose NXC layer keeps col, and s89 ho22 0.91-0.94), AVX-512 1.20x over 2.
+  // 40 x 4), 0.84-1.00x where they do not (12 x 2 = 24 of 32 lanes, 19 x 2: col stays). The 24 rows that
+  // left col with both changes, against col by hint (docs/data/col_rule_by_isa_flips_zen4_2t.jsonl): AVX2
+  // 1.09x over 22 (s131 ho25 1.26-1.29; below 0.97: keypointrcnn_b8 NCX 0.74, whose NXC layer keeps col, and
+  // s89 ho22 0.91-0.94), AVX-512 1.20x over 2.
   const int64_t oc = p.c_out, lanes = vector_lanes(isa);
   const double better = p.data_format == DataFormat::NXC ? 1.2 : 1.5;
   const Axis x = make_axis(p, p.spatial_rank - 1);

@@ -67,6 +67,13 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
                           (pl.has_halo() ? (pl.edges.empty() ? 1.0 : 1.0 + 2.0 / pl.x_split)
                                          : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
   e.calls = static_cast<double>(tiles ? rows : e.tasks) * segments * pl.ic_blocks;
+  // gemm's overhanging pixels: lanes computed outside the row, and each row's clipped blocks a call of its
+  // own (with the copy out of its scratch block).
+  if (pl.fold_shift || pl.fold_tail) {
+    const int64_t folded = x.out * pl.fold_stride;
+    e.efficiency *= static_cast<double>(folded - pl.fold_shift - pl.fold_tail) / static_cast<double>(folded);
+    e.calls += 2.0 * static_cast<double>(rows) * pl.ic_blocks;
+  }
   const double eb = static_cast<double>(pl.elem_bytes());
   const double src_bytes = eb * p.src_elements(), dst_bytes = eb * p.dst_elements();
   if (pl.copies_src()) e.extra_bytes += 2 * src_bytes;

@@ -108,7 +108,9 @@ template <typename T>
 void run_clipped(const Plan& pl, const Segment& s, int64_t c0, const BlockKind& bk, jit::KernelFn fn,
                  jit::KernelArgs& args) {
   T* const to = static_cast<T*>(args.dst);
-  T* const tmp = row_scratch<T, 2>(static_cast<size_t>(s.width * pl.dst_x));
+  // 16 bytes past a line: no block of it starts one, so a kernel with non-temporal stores stores plainly here
+  // (its sums are read back at once).
+  T* const tmp = row_scratch<T, 2>(static_cast<size_t>(s.width * pl.dst_x) + 16 / sizeof(T)) + 16 / sizeof(T);
   const int64_t per_output = pl.dst_x / pl.fold_stride, last = pl.axes[2].out - 1;
   const int64_t block_end = std::min<int64_t>(c0 + int64_t{bk.vectors} * pl.lanes, pl.oc_per_group);
   auto lanes = [&](int64_t p, int64_t& lo, int64_t& hi) {  // the block's lanes of pixel p inside the row

@@ -140,7 +140,9 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
   }
   if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
   if (dot_applies(p) && !direct_pairs_pay(p, isa, h)) return Algorithm::dot;
-  return gemm_ok && (gemm_aligned(x) || gemm_overhang_pays(p, isa, x)) ? Algorithm::gemm : Algorithm::direct;
+  // (A batch_block hint keeps the direct family on overhanging rows: clipped blocks refuse it.)
+  const bool overhang = h.batch_block != 1 && gemm_overhang_pays(p, isa, x);
+  return gemm_ok && (gemm_aligned(x) || overhang) ? Algorithm::gemm : Algorithm::direct;
 }
 
 

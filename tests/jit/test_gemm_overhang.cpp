@@ -110,6 +110,27 @@ TEST(GemmOverhang, DefaultWhereFoldingFillsLanes) {
   nblk.batch_block = 1;
   expect_rejected(resolve(layer(12, 8, {4, 4}).descriptor()), Isa::avx2, nblk, "batch_block with a clipped gemm",
                   "batch_block");
+  // A batch_block hint alone keeps the direct family, which honours it, where the default would fold.
+  TuningHints images;
+  images.batch_block = 1;
+  EXPECT_EQ(plan_for(layer(12, 2, {20, 20}), Isa::avx2).algorithm, Algorithm::gemm);
+  const Plan blocked = plan_for(layer(12, 2, {20, 20}), Isa::avx2, images);
+  EXPECT_EQ(blocked.algorithm, Algorithm::direct);
+  EXPECT_TRUE(blocked.block_over_batch);
+}
+
+// Non-temporal stores into dst need rows and their first folded pixel whole lines apart: 32 channels
+// shifted by 2 outputs start 256 bytes early, 36 channels 288.
+TEST(GemmOverhang, NtStoresNeedRowsOfWholeLines) {
+  auto layer = [](int64_t c_out) {
+    return DeconvTester().rank(1).channels(64, c_out).input({50}).kernel({8}).stride({4}).pads({2}, {2})
+        .layout(DataFormat::NXC);
+  };
+  TuningHints nt = gemm_hints();
+  nt.nt_stores = 1;
+  EXPECT_TRUE(plan_for(layer(32), Isa::avx512_core, nt).nt_stores);
+  expect_rejected(resolve(layer(36).descriptor()), Isa::avx512_core, nt, "nt_stores on rows off the lines",
+                  "nt_stores");
 }
 
 class GemmOverhangKernels : public ::testing::TestWithParam<std::tuple<Isa, DType>> {
@@ -134,7 +155,8 @@ class GemmOverhangKernels : public ::testing::TestWithParam<std::tuple<Isa, DTyp
 // A shift and a tail; a shift only and a tail only; negative pads; a row of one folded pixel overhanging
 // both ways, and of two in one block; channel tails and several channel blocks (the clipped lanes cut across
 // them); a row cut into parts; the source with the x halo and edge blocks; 3-D; NCX through whole-tensor
-// copies; the reduction in two passes (f32), whose second pass reads the first's sums back from dst.
+// copies; the reduction in two passes (f32), whose second pass reads the first's sums back from dst;
+// non-temporal stores (AVX-512 f32: the scratch block takes plain ones); a 16-bit source widened first.
 TEST_P(GemmOverhangKernels, MatchReference) {
   const auto nxc = DataFormat::NXC;
   run(DeconvTester().channels(16, 12).input({5, 7}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1}).layout(nxc));
@@ -143,6 +165,8 @@ TEST_P(GemmOverhangKernels, MatchReference) {
   run(DeconvTester().rank(1).channels(8, 5).input({9}).kernel({8}).stride({4}).pads({2}, {1}).layout(nxc));
   run(DeconvTester().rank(1).channels(8, 20).input({9}).kernel({8}).stride({4}).pads({4}, {2}).output_padding({1})
           .layout(nxc));
+  run(DeconvTester().rank(1).channels(8, 12).input({9}).kernel({4}).stride({2}).pads({3}, {2}).layout(nxc));
+  run(DeconvTester().rank(1).batch(3).channels(8, 12).input({1}).kernel({4}).stride({4}).pads({1}, {2}).layout(nxc));
   run(DeconvTester().rank(1).channels(8, 12).input({6}).kernel({4}).stride({2}).pads({-1}, {-1}).layout(nxc));
   run(DeconvTester().channels(8, 3).input({4, 1}).kernel({2, 4}).stride({1, 2}).pads({0, 1}, {0, 1}).layout(nxc));
   TuningHints wide;
@@ -168,6 +192,17 @@ TEST_P(GemmOverhangKernels, MatchReference) {
   scratch.layout = "scratch";
   run(DeconvTester().channels(16, 12).input({5, 7}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1})
           .layout(DataFormat::NCX), scratch);
+  if (isa() == Isa::avx512_core && type() == DType::f32) {
+    TuningHints nt;
+    nt.nt_stores = 1;
+    run(DeconvTester().rank(1).channels(16, 16).input({21}).kernel({4}).stride({2}).pads({1}, {1}).layout(nxc), nt);
+  }
+  if (type() != DType::f32) {
+    TuningHints widened;
+    widened.widen_src = 1, widened.ic_pairs = 0;
+    run(DeconvTester().channels(16, 12).input({5, 7}).kernel({4, 4}).stride({2, 2}).pads({1, 1}, {1, 1})
+            .layout(nxc), widened);
+  }
   if (type() == DType::f32) {
     TuningHints split;
     split.ic_block = 8;
