@@ -84,6 +84,18 @@ bool gemm_overhang_pays(const Problem& p, Isa isa, const Axis& x) {
          !batch_blocking_pays(p.batch, x.out, x.stride, isa);
 }
 
+// The dot family's shape (at most 4 outputs per group) on 1-D NXC data with 2+ taps per phase (K >= 2s,
+// s >= 2) runs faster as gemm, its s phases folded into s x C_OUT channels. Zen 4, 2 threads, NXC f32, gemm
+// against dot in one process on all 11 such suite and holdout layers (docs/data/gemm_vs_dot_1d_*.jsonl):
+// AVX-512 0.95-2.33x (geomean 1.35; convtasnet_decoder 1.16, sepformer_decoder 0.95, s97 ho07 2.33),
+// AVX2 1.06-2.31x (1.33). With one tap per phase (K = s = 2) gemm lost (0.43-0.99, 3 layers), and on 2-D
+// and 3-D layers (AVX-512 0.15-0.98 on 21 of the 22 such padded ones, one 3-D at 1.33;
+// docs/data/gemm_forced_padded_avx512_core_NXC_zen4_2t.jsonl), where dot's y taps share its accumulators.
+// NCX data keeps its routes (dot_x, or dot's source copy).
+bool folded_row_beats_dot(const Problem& p, const Axis& x) {
+  return p.data_format == DataFormat::NXC && p.spatial_rank == 1 && x.stride >= 2 && x.kernel >= 2 * x.stride;
+}
+
 // The defaults that move a layer to another family than its NXC one (dot -> dot_x or gemm_x, a 1->1 layer
 // -> depthwise_x) take only hints every family honours or refuses by name (parallel, nt_stores, pack_src,
 // widen_src, band_rows, edge_blocks, prefetch_src, group_inner 0); any other hint keeps the NXC family,
@@ -139,7 +151,8 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
            : h.algorithm == "depthwise" ? Algorithm::depthwise : Algorithm::direct;
   }
   if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
-  if (dot_applies(p) && !direct_pairs_pay(p, isa, h)) return Algorithm::dot;
+  if (dot_applies(p) && !direct_pairs_pay(p, isa, h))
+    return gemm_ok && folded_row_beats_dot(p, x) ? Algorithm::gemm : Algorithm::dot;
   // (A batch_block hint keeps the direct family on overhanging rows: clipped blocks refuse it.)
   const bool overhang = h.batch_block != 1 && gemm_overhang_pays(p, isa, x);
   return gemm_ok && (gemm_aligned(x) || overhang) ? Algorithm::gemm : Algorithm::direct;

@@ -16,7 +16,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"algorithm", ""},
        "choose_algorithm: one channel per group (G>1) -> depthwise; at most 4 output channels per group and at "
        "least 8 input channels -> dot (with bf16 channel pairs, not for 3+ outputs from at most 12 inputs per "
-       "group: direct_pairs_pay); kernel a multiple of the stride on x and an NXC-shaped "
+       "group: direct_pairs_pay; 1-D NXC data with K >= 2s: gemm, folded_row_beats_dot); kernel a multiple of the stride on x and an NXC-shaped "
        "output -> gemm where x pads and output size are multiples of the stride, else where the folded "
        "channels fill lanes 1.3x better over 32+ input channels per group without batch blocking "
        "(gemm_overhang_pays); else direct. col_preferred (sums in f32, not bf16 channel pairs, G=1, at "

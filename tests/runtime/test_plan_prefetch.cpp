@@ -46,9 +46,12 @@ TEST(PlanPrefetch, RowsAskForTheNextBlockOfABigSource) {
     ASSERT_EQ(dot.algorithm, Algorithm::dot);
     EXPECT_TRUE(dot.prefetch_src);
     EXPECT_FALSE(plan_for(DeconvTester(narrow).input({64000}).dtype(DType::bf16), isa).prefetch_src);  // 16-bit dot
+    // (dot by hint: by default this 1-D layer folds into gemm, PlanRoutes.OneDimensionalFewOutputsFoldIntoGemm)
     const DeconvTester wide = DeconvTester().rank(1).batch(2).channels(512, 1).input({4000}).kernel({16})
                                   .stride({8}).layout(DataFormat::NXC);
-    const Plan wide_dot = plan_for(wide, isa);
+    TuningHints dot_family;
+    dot_family.algorithm = "dot";
+    const Plan wide_dot = plan_for(wide, isa, dot_family);
     ASSERT_EQ(wide_dot.algorithm, Algorithm::dot);
     ASSERT_GT(wide_dot.ur_w * 512 * 4, 12 << 10);
     EXPECT_FALSE(wide_dot.prefetch_src);

@@ -246,5 +246,23 @@ TEST(PlanRoutes, ColXPrefetchesRowsOfSeveralTiles) {
   EXPECT_TRUE(many.prefetch_src);
 }
 
+// The dot family's shape on 1-D NXC data with 2+ taps per phase runs as gemm (its phases folded into
+// channels); one tap per phase, 2-D layers and NCX data keep dot.
+TEST(PlanRoutes, OneDimensionalFewOutputsFoldIntoGemm) {
+  auto layer = [](int64_t k, int64_t s, DataFormat f, int rank = 1) {
+    const std::vector<int64_t> in = rank == 1 ? std::vector<int64_t>{400} : std::vector<int64_t>{20, 20};
+    return DeconvTester().rank(rank).channels(48, 4).input(in).kernel(std::vector<int64_t>(rank, k))
+        .stride(std::vector<int64_t>(rank, s)).pads(std::vector<int64_t>(rank, (k - s) / 2),
+                                                      std::vector<int64_t>(rank, (k - s) / 2)).layout(f);
+  };
+  for (Isa isa : kIsas) {
+    EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC), isa).algorithm, Algorithm::gemm);
+    EXPECT_EQ(plan_for(layer(4, 2, DataFormat::NXC), isa).algorithm, Algorithm::gemm);
+    EXPECT_EQ(plan_for(layer(2, 2, DataFormat::NXC), isa).algorithm, Algorithm::dot);
+    EXPECT_EQ(plan_for(layer(4, 2, DataFormat::NXC, 2), isa).algorithm, Algorithm::dot);
+    EXPECT_NE(plan_for(layer(16, 8, DataFormat::NCX), isa).algorithm, Algorithm::gemm);
+  }
+}
+
 }  // namespace
 }  // namespace deconvjit::detail
