@@ -186,6 +186,8 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   if (prefetch_src_possible(pl) && pl.prefetch_src != prefetch_src_default(pl, p)) e.efficiency *= 0.9;
   // The group innermost: where group_inner_pays says.
   if (group_inner_possible(pl) && pl.group_inner != group_inner_pays(pl, p)) e.efficiency *= 0.9;
+  // The channel block innermost: likewise, where oc_inner_pays says.
+  if (oc_inner_possible(pl) && pl.oc_inner != oc_inner_pays(pl, p)) e.efficiency *= 0.9;
   if (widen_src_possible(pl)) {
     const bool pays = widen_src_pays(pl, p);
     if (pl.widen_src) e.extra_bytes += 4.0 * static_cast<double>(p.src_elements()) * (pays ? 0.5 : 2.0);

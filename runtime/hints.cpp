@@ -30,6 +30,7 @@ constexpr IntField kInts[] = {
     {"ic_block", &TuningHints::ic_block, 0},
     {"ic_pairs", &TuningHints::ic_pairs, -1, true}, {"ic_unroll", &TuningHints::ic_unroll, 0},
     {"nt_stores", &TuningHints::nt_stores, -1, true},      {"oc_chunk", &TuningHints::oc_chunk, 0},
+    {"oc_inner", &TuningHints::oc_inner, -1, true},
     {"oc_loop", &TuningHints::oc_loop, 0},          {"oc_vectors", &TuningHints::oc_vectors, 0},
     {"pack_src", &TuningHints::pack_src, -1, true},
     {"parallel", &TuningHints::parallel, -1, true},       {"prefetch_src", &TuningHints::prefetch_src, -1, true},
@@ -40,7 +41,7 @@ constexpr IntField kInts[] = {
 
 // A new field must join the tables above. This tripwire fires when a field changes the struct's size: any
 // string, and an int when the count of ints goes past a multiple of 2 (their padding hides the others).
-static_assert(sizeof(TuningHints) == (24 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
+static_assert(sizeof(TuningHints) == (25 * sizeof(int) + 7) / 8 * 8 + 3 * sizeof(std::string),
               "TuningHints changed: add the new field to the tables in runtime/hints.cpp");
 
 std::string known_fields() {

@@ -146,6 +146,7 @@ std::string make_name(const Plan& pl, const Problem& p) {
   if (pl.pack_src) os << "_pk";
   if (pl.prefetch_src) os << "_pf";
   if (pl.group_inner) os << "_gi";
+  if (pl.oc_inner) os << "_oi";
   if (weight_regs_possible(pl) && pl.weight_regs < pl.main.vectors) os << "_wr" << pl.weight_regs;
   os << "_ur" << pl.ur_w << 'x' << pl.oc_vectors << "__" << deconvjit::to_string(pl.isa);
   return os.str();
@@ -481,6 +482,7 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
     choose_nt_stores(pl, p, h);
     choose_prefetch_src(pl, p, h);
     choose_group_inner(pl, p, h);
+    choose_oc_inner(pl, p, h);
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }

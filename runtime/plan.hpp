@@ -146,6 +146,9 @@ struct Plan {
   // Row tasks of a grouped layer take the group innermost (TuningHints::group_inner): a task range covers
   // every group of its row parts rather than one group's rows.
   bool group_inner = false;
+  // Row tasks take the channel block innermost (TuningHints::oc_inner): a task range covers every channel
+  // block of its row parts rather than one block's rows.
+  bool oc_inner = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
   std::array<Axis, 3> axes;
@@ -322,6 +325,10 @@ bool col_x_prefetch_pays(const Plan& pl);
 bool group_inner_possible(const Plan& pl);
 void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h);
 bool group_inner_pays(const Plan& pl, const Problem& p);
+// The channel block innermost in the row tasks (Plan::oc_inner; runtime/plan_copies.cpp): likewise.
+bool oc_inner_possible(const Plan& pl);
+void choose_oc_inner(Plan& pl, const Problem& p, const TuningHints& h);
+bool oc_inner_pays(const Plan& pl, const Problem& p);
 // The one refusal of each of these hints (runtime/plan_copies.cpp).
 extern const char* const kWidenSrcNeeds;
 extern const char* const kBandRowsNeeds;

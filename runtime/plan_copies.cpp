@@ -133,6 +133,37 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
          pl.packed_weights_floats() * 4 <= kMaxWeightBytes;
 }
 
+// The channel block innermost (Plan::oc_inner): the direct and gemm families' row tasks with two or more
+// channel-block calls per group, not a band's, nor with the group innermost (one order at a time).
+bool oc_inner_possible(const Plan& pl) {
+  const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
+  return family && pl.oc_blocks / pl.oc_loop > 1 && pl.band_rows == 0 && !pl.group_inner &&
+         pl.layout != LayoutPath::ncx_plane_tiles;
+}
+
+void choose_oc_inner(Plan& pl, const Problem& p, const TuningHints& h) {
+  const bool possible = oc_inner_possible(pl);
+  check_hint(h.oc_inner != 1 || possible, "oc_inner needs the direct or gemm family with two or more channel "
+                                          "blocks per group, without band_rows or group_inner");
+  pl.oc_inner = possible && (h.oc_inner >= 0 ? h.oc_inner == 1 : oc_inner_pays(pl, p));
+}
+
+// With the channel block outermost, each block's pass writes its channels of every output pixel, and where
+// a block's channels start or end inside a cache line (pixels, or blocks, not a whole number of lines) the
+// next block's pass writes the rest of that line much later, from memory again; innermost, a row's blocks
+// finish its lines while they are in cache. Zen 4, 2 threads, f32, on every suite and holdout layer where
+// this takes it, against the channel block outermost in one process, two passes
+// (docs/data/oc_inner_rule_*_zen4_2t.jsonl): AVX2 NXC 1.022x over 61 (0.96-1.27; s197 ho30, 8 -> 21
+// channels folded by 4 into 84 per pixel, 1.27), NCX 1.024x over 9 (0.98-1.08); AVX-512 NXC 1.111x over 9
+// (1.01-1.85, ho30), NCX 1.051x over 3. Where lines are not shared it bought nothing on the whole (one noisy
+// pass over 80 AVX2 layers), so those keep the block outermost, which keeps one block's weights in cache.
+bool oc_inner_pays(const Plan& pl, const Problem& p) {
+  (void)p;
+  const int64_t eb = pl.elem_bytes();
+  const bool shared_lines = (pl.dst_x * eb) % 64 != 0 || (int64_t{pl.main.vectors} * pl.lanes * eb) % 64 != 0;
+  return !row_buffered(pl.layout) && pl.dst_c == 1 && shared_lines;
+}
+
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
     "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's "

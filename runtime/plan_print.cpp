@@ -84,6 +84,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (weight_regs_possible(pl)) c.weight_regs = pl.weight_regs;           // likewise: AVX2 row tiles
   if (prefetch_src_possible(pl)) c.prefetch_src = pl.prefetch_src ? 1 : 0;  // likewise: NXC rows, col_x
   if (group_inner_possible(pl)) c.group_inner = pl.group_inner ? 1 : 0;     // grouped row families
+  if (oc_inner_possible(pl)) c.oc_inner = pl.oc_inner ? 1 : 0;              // rows of several channel blocks
   if (pl.algorithm == Algorithm::depthwise_x || pl.layout == LayoutPath::ncx_plane_tiles)
     c.channels_per_call = static_cast<int>(pl.channels_per_call);
   if (pl.algorithm == Algorithm::gemm_x) {
@@ -133,6 +134,7 @@ std::string Plan::to_json() const {
   j["nt_stores"] = nt_stores;
   j["prefetch_src"] = prefetch_src;
   j["group_inner"] = group_inner;
+  j["oc_inner"] = oc_inner;
   j["pack_src"] = pack_src;
   j["widen_src"] = widen_src;
   if (dtype == DType::bf16) j["bf16_vcvt"] = bf16_vcvt;

@@ -98,7 +98,7 @@ bool folded_row_beats_dot(const Problem& p, const Axis& x) {
 
 // The defaults that move a layer to another family than its NXC one (dot -> dot_x or gemm_x, a 1->1 layer
 // -> depthwise_x) take only hints every family honours or refuses by name (parallel, nt_stores, pack_src,
-// widen_src, band_rows, edge_blocks, prefetch_src, group_inner 0); any other hint keeps the NXC family,
+// widen_src, band_rows, edge_blocks, prefetch_src, group_inner 0, oc_inner 0); any other hint keeps the NXC family,
 // which honoured it before these defaults existed.
 bool family_neutral(const TuningHints& h) {
   TuningHints rest = h;
@@ -110,6 +110,7 @@ bool family_neutral(const TuningHints& h) {
   rest.edge_blocks = -1;
   rest.prefetch_src = -1;
   if (rest.group_inner != 1) rest.group_inner = -1;  // (1: only the row families honour it)
+  if (rest.oc_inner != 1) rest.oc_inner = -1;
   return rest.empty();
 }
 

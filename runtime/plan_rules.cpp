@@ -16,8 +16,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"algorithm", ""},
        "choose_algorithm: one channel per group (G>1) -> depthwise; at most 4 output channels per group and at "
        "least 8 input channels -> dot (with bf16 channel pairs, not for 3+ outputs from at most 12 inputs per "
-       "group: direct_pairs_pay; 1-D NXC data with K >= 2s: gemm, folded_row_beats_dot); kernel a multiple of the stride on x and an NXC-shaped "
-       "output -> gemm where x pads and output size are multiples of the stride, else where the folded "
+       "group: direct_pairs_pay; 1-D NXC data with K >= 2s: gemm, folded_row_beats_dot); kernel a multiple "
+       "of the stride on x and an NXC-shaped output -> gemm where x pads and output size are multiples of the stride, else where the folded "
        "channels fill lanes 1.3x better over 32+ input channels per group without batch blocking "
        "(gemm_overhang_pays); else direct. col_preferred (sums in f32, not bf16 channel pairs, G=1, at "
        "least half of col's products used): at most 128 input pixels and at least 24 MB of weights (not over "
@@ -137,6 +137,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"group_inner", ""},
        "group_inner_pays: the row tasks of a grouped 1-D layer on NXC data take the group innermost from 2 MiB "
        "of source with at most 64 KB of packed weights"},
+      {{"oc_inner", ""}, "oc_inner_pays: the direct and gemm families' tasks take the channel block innermost "
+                          "where a block's channels start or end inside a cache line of an NXC-shaped output "
+                          "(not the row buffer)"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks (never gemm "
                            "whose folded pixels overhang the row)"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 16K elements of operands; smaller problems run on the calling "

@@ -161,9 +161,12 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   // (group_inner: also where the base plan bands its rows, which the hint turns off)
   const bool grouped_rows = base.groups > 1 && reducing_row_family(base.algorithm);
   const std::vector<int> inners = grouped_rows ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  // (oc_inner: refused by the planner where the base has one channel block, or with the group innermost)
+  const bool block_rows = base.algorithm == Algorithm::direct || base.algorithm == Algorithm::gemm;
+  const std::vector<int> oc_inners = block_rows && base.oc_blocks > 1 ? std::vector<int>{0, 1} : std::vector<int>{-1};
   // every combination of nt_stores, pack_src, widen_src, band_rows, fuse_x_taps, edge_blocks, prefetch_src,
-  // group_inner
-  std::vector<std::array<int, 8>> switches;
+  // group_inner, oc_inner
+  std::vector<std::array<int, 9>> switches;
   for (int nt : nts)
     for (int pk : packs)
       for (int wd : widens)
@@ -171,7 +174,8 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
           for (int fx : fuses)
             for (int eb : edges)
               for (int pf : prefetches)
-                for (int gi : inners) switches.push_back({nt, pk, wd, bd, fx, eb, pf, gi});
+                for (int gi : inners)
+                  for (int oi : oc_inners) switches.push_back({nt, pk, wd, bd, fx, eb, pf, gi, oi});
   TuningHints h = tile;
   for (int icu : ladder(std::min<int64_t>(8, base.ic_per_group), base.ic_unroll))
     for (int xs : ladder(std::max<int64_t>(1, extent / base.ur_w), base.x_split))
@@ -181,11 +185,11 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
             for (int c : cpc)
               for (int occ : oc_chunks)
                 for (int rc : row_chunks)
-                  for (const auto& [nt, pk, wd, bd, fx, eb, pf, gi] : switches) {
+                  for (const auto& [nt, pk, wd, bd, fx, eb, pf, gi, oi] : switches) {
                     h.ic_unroll = icu, h.x_split = xs, h.ic_block = icb, h.parallel = par, h.oc_loop = ocl;
                     h.channels_per_call = static_cast<int>(c * cpc_unit), h.oc_chunk = occ, h.row_chunk = rc;
                     h.nt_stores = nt, h.pack_src = pk, h.widen_src = wd, h.band_rows = bd, h.fuse_x_taps = fx;
-                    h.edge_blocks = eb, h.prefetch_src = pf, h.group_inner = gi;
+                    h.edge_blocks = eb, h.prefetch_src = pf, h.group_inner = gi, h.oc_inner = oi;
                     Plan pl;
                     if (try_plan(p, isa, h, pl) && seen.insert(hints_key_text(pl.choices)).second)
                       out.push_back(std::move(pl));

@@ -164,6 +164,11 @@ struct TuningHints {
   // every group of a source pixel are read close together in time; off: a task range walks one group's
   // rows before the next group's.
   int group_inner = -1;
+  // direct and gemm families with several channel blocks per group, run by row tasks: -1 heuristic, 0 off,
+  // 1 on. On: consecutive tasks take the channel blocks of one row part in turn (channel block innermost),
+  // so a row's output lines are finished while they are in cache; off: a task range walks one channel
+  // block's rows before the next block's.
+  int oc_inner = -1;
 
   bool empty() const;  // every field left to the heuristic
 };

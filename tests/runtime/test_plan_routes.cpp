@@ -264,5 +264,27 @@ TEST(PlanRoutes, OneDimensionalFewOutputsFoldIntoGemm) {
   }
 }
 
+// Channel blocks innermost where a block's channels start or end inside a cache line of the output: 21
+// channels folded by 4 (84 per pixel, 336 bytes) in blocks of 4 AVX2 vectors; not 128 channels (512 bytes
+// per pixel, blocks of whole lines), nor through the NCX row buffer.
+TEST(PlanRoutes, ChannelBlocksInnermostWhereTheyShareLines) {
+  const DeconvTester shared = DeconvTester().channels(8, 21).input({13, 19}).kernel({4, 4}).stride({4, 4})
+                                  .layout(DataFormat::NXC);
+  const Plan on = plan_for(shared, Isa::avx2);
+  ASSERT_GT(on.oc_blocks, 1);
+  EXPECT_TRUE(on.oc_inner) << on.name;
+  TuningHints off;
+  off.oc_inner = 0;
+  EXPECT_FALSE(plan_for(shared, Isa::avx2, off).oc_inner);
+  const Plan whole = plan_for(DeconvTester().channels(64, 128).input({13, 19}).kernel({3, 3}).stride({2, 2})
+                                  .layout(DataFormat::NXC), Isa::avx512_core);
+  ASSERT_GT(whole.oc_blocks, 1);
+  EXPECT_FALSE(whole.oc_inner) << whole.name;
+  TuningHints rows;
+  rows.layout = "row_buffer", rows.oc_vectors = 1;
+  EXPECT_FALSE(plan_for(DeconvTester().channels(8, 21).input({13, 19}).kernel({3, 3}).stride({2, 2}), Isa::avx2, rows)
+                   .oc_inner);
+}
+
 }  // namespace
 }  // namespace deconvjit::detail
