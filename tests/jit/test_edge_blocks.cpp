@@ -14,6 +14,7 @@
 #include "runtime/plan.hpp"
 #include "runtime/schedule.hpp"
 #include "support/deconv_tester.hpp"
+#include "support/isa_type_cases.hpp"
 #include "support/no_disk_cache.hpp"
 #include "support/plan_helpers.hpp"
 
@@ -117,14 +118,8 @@ TEST(EdgeBlocks, HintsTurnThemOffOrAreRefused) {
                   Isa::avx512_core, depthwise, "edge_blocks in the depthwise family");
 }
 
-class EdgeBlockKernels : public ::testing::TestWithParam<std::tuple<Isa, DType>> {
+class EdgeBlockKernels : public testing::IsaTypeCases {
  protected:
-  void SetUp() override {
-    if (!isa_available(isa())) GTEST_SKIP() << to_string(isa()) << " is not available on this CPU";
-    if (auto why = testing::unsupported_types(isa(), type())) GTEST_SKIP() << "compile: " << *why;
-  }
-  Isa isa() const { return std::get<0>(GetParam()); }
-  DType type() const { return std::get<1>(GetParam()); }
   // Runs `t` with the halo (and `h`) after checking that its plan has edge blocks.
   void run(DeconvTester t, TuningHints h = {}) const {
     h.x_halo = 1;
@@ -193,12 +188,7 @@ TEST_P(EdgeBlockKernels, InfiniteWeightsMeetNoZeros) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, EdgeBlockKernels,
-                         ::testing::Combine(::testing::Values(Isa::avx512_core, Isa::avx2),
-                                            ::testing::Values(DType::f32, DType::bf16, DType::f16)),
-                         [](const auto& info) {
-                           return std::string(to_string(std::get<0>(info.param))) + "_" + to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Types, EdgeBlockKernels, testing::isa_type_values(), testing::isa_type_name);
 
 }  // namespace
 }  // namespace deconvjit::detail
