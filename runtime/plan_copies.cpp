@@ -243,7 +243,7 @@ void choose_band_rows(Plan& pl, const TuningHints& h) {
   check_hint(h.band_rows <= pl.axes[1].out, "band_rows is at most the output height (" +
                                                 std::to_string(pl.axes[1].out) + ")");
   // (a band walks its groups within the band: group_inner asked for keeps the band default off)
-  if (!possible || h.band_rows == 0 || (h.band_rows < 0 && h.group_inner == 1))
+  if (!possible || h.band_rows == 0 || (h.band_rows < 0 && (h.group_inner == 1 || h.oc_inner == 1)))
     pl.band_rows = 0;
   else
     pl.band_rows = h.band_rows > 0 ? h.band_rows : band_rows_pay(pl) ? default_band_rows(pl) : 0;

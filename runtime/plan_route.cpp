@@ -91,9 +91,11 @@ bool gemm_overhang_pays(const Problem& p, Isa isa, const Axis& x) {
 // AVX2 1.06-2.31x (1.33). With one tap per phase (K = s = 2) gemm lost (0.43-0.99, 3 layers), and on 2-D
 // and 3-D layers (AVX-512 0.15-0.98 on 21 of the 22 such padded ones, one 3-D at 1.33;
 // docs/data/gemm_forced_padded_avx512_core_NXC_zen4_2t.jsonl), where dot's y taps share its accumulators.
-// NCX data keeps its routes (dot_x, or dot's source copy).
+// NCX data keeps its routes (dot_x, or dot's source copy); f32 only (16-bit data was not measured), and only
+// with family-neutral hints (any other keeps dot, which honoured it before: fuse_x_taps, batch_block).
 bool folded_row_beats_dot(const Problem& p, const Axis& x) {
-  return p.data_format == DataFormat::NXC && p.spatial_rank == 1 && x.stride >= 2 && x.kernel >= 2 * x.stride;
+  return p.data_format == DataFormat::NXC && p.dtype == DType::f32 && p.spatial_rank == 1 && x.stride >= 2 &&
+         x.kernel >= 2 * x.stride;
 }
 
 // The defaults that move a layer to another family than its NXC one (dot -> dot_x or gemm_x, a 1->1 layer
@@ -153,7 +155,7 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
   }
   if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
   if (dot_applies(p) && !direct_pairs_pay(p, isa, h))
-    return gemm_ok && folded_row_beats_dot(p, x) ? Algorithm::gemm : Algorithm::dot;
+    return gemm_ok && family_neutral(h) && folded_row_beats_dot(p, x) ? Algorithm::gemm : Algorithm::dot;
   // (A batch_block hint keeps the direct family on overhanging rows: clipped blocks refuse it.)
   const bool overhang = h.batch_block != 1 && gemm_overhang_pays(p, isa, x);
   return gemm_ok && (gemm_aligned(x) || overhang) ? Algorithm::gemm : Algorithm::direct;

@@ -69,6 +69,19 @@ TEST_P(KernelCases, OcInnerRefusedElsewhere) {
   both.group_inner = 1, both.oc_vectors = 1;
   expect_refused(T().groups(2).channels(16, 80).input({4, 7}).kernel({3, 3}).layout(DataFormat::NXC).hints(both),
                  "oc_inner", "group_inner");
+  // NCX through the row buffer in bands by default: asked for, it turns the band default off; with bands
+  // asked for too, refused.
+  TuningHints narrow;
+  narrow.oc_vectors = 1;
+  const DeconvTester banded = T().channels(16, 48).input({96, 9}).kernel({3, 3}).stride({2, 2});
+  ASSERT_GT(plan_of(DeconvTester(banded).hints(narrow)).at("band_rows").get<int>(), 0);
+  TuningHints asked = narrow;
+  asked.oc_inner = 1;
+  const nlohmann::json plan = plan_of(DeconvTester(banded).hints(asked));
+  EXPECT_EQ(plan.at("band_rows"), 0);
+  EXPECT_TRUE(plan.at("oc_inner").get<bool>());
+  asked.band_rows = 2;
+  expect_refused(DeconvTester(banded).hints(asked), "oc_inner", "band_rows");
 }
 
 }  // namespace
