@@ -69,7 +69,7 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   e.calls = static_cast<double>(tiles ? rows : e.tasks) * segments * pl.ic_blocks;
   // gemm's overhanging pixels: lanes computed outside the row, and each row's clipped blocks a call of its
   // own (with the copy out of its scratch block).
-  if (pl.fold_shift || pl.fold_tail) {
+  if (pl.overhangs_row()) {
     const int64_t folded = x.out * pl.fold_stride;
     e.efficiency *= static_cast<double>(folded - pl.fold_shift - pl.fold_tail) / static_cast<double>(folded);
     e.calls += 2.0 * static_cast<double>(rows) * pl.ic_blocks;
@@ -187,7 +187,7 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   // The group innermost: where group_inner_pays says.
   if (group_inner_possible(pl) && pl.group_inner != group_inner_pays(pl, p)) e.efficiency *= 0.9;
   // The channel block innermost: likewise, where oc_inner_pays says.
-  if (oc_inner_possible(pl) && pl.oc_inner != oc_inner_pays(pl, p)) e.efficiency *= 0.9;
+  if (oc_inner_possible(pl) && pl.oc_inner != oc_inner_pays(pl)) e.efficiency *= 0.9;
   if (widen_src_possible(pl)) {
     const bool pays = widen_src_pays(pl, p);
     if (pl.widen_src) e.extra_bytes += 4.0 * static_cast<double>(p.src_elements()) * (pays ? 0.5 : 2.0);

@@ -174,7 +174,7 @@ namespace {
 // Small rows with several images: blocks across images keep every register block full.
 // (Not where gemm's folded pixels overhang the row: a block of images would need a scratch block per image.)
 bool choose_batch_blocking(const Plan& pl, const TuningHints& h) {
-  const bool clipped = pl.fold_shift || pl.fold_tail;
+  const bool clipped = pl.overhangs_row();
   check_hint(h.batch_block != 1 || (pl.algorithm != Algorithm::depthwise && pl.batch >= 2 && !clipped),
              "batch_block needs a family other than depthwise, at least 2 images, and (gemm) x pads_begin and "
              "output size multiples of the x stride");
@@ -482,7 +482,7 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
     choose_nt_stores(pl, p, h);
     choose_prefetch_src(pl, p, h);
     choose_group_inner(pl, p, h);
-    choose_oc_inner(pl, p, h);
+    choose_oc_inner(pl, h);
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }

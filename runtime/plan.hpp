@@ -211,6 +211,8 @@ struct Plan {
     return (axes[2].out * fold_stride - fold_shift - fold_tail) * dst_x / fold_stride;
   }
   int64_t dst_row_offset() const { return -fold_shift * dst_x / fold_stride; }
+  // gemm's folded pixels overhang the row at either end: its border blocks store through scratch (clipped).
+  bool overhangs_row() const { return fold_shift || fold_tail; }
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.
@@ -327,8 +329,8 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h);
 bool group_inner_pays(const Plan& pl, const Problem& p);
 // The channel block innermost in the row tasks (Plan::oc_inner; runtime/plan_copies.cpp): likewise.
 bool oc_inner_possible(const Plan& pl);
-void choose_oc_inner(Plan& pl, const Problem& p, const TuningHints& h);
-bool oc_inner_pays(const Plan& pl, const Problem& p);
+void choose_oc_inner(Plan& pl, const TuningHints& h);
+bool oc_inner_pays(const Plan& pl);
 // The one refusal of each of these hints (runtime/plan_copies.cpp).
 extern const char* const kWidenSrcNeeds;
 extern const char* const kBandRowsNeeds;

@@ -141,11 +141,11 @@ bool oc_inner_possible(const Plan& pl) {
          pl.layout != LayoutPath::ncx_plane_tiles;
 }
 
-void choose_oc_inner(Plan& pl, const Problem& p, const TuningHints& h) {
+void choose_oc_inner(Plan& pl, const TuningHints& h) {
   const bool possible = oc_inner_possible(pl);
   check_hint(h.oc_inner != 1 || possible, "oc_inner needs the direct or gemm family with two or more channel "
                                           "blocks per group, without band_rows or group_inner");
-  pl.oc_inner = possible && (h.oc_inner >= 0 ? h.oc_inner == 1 : oc_inner_pays(pl, p));
+  pl.oc_inner = possible && (h.oc_inner >= 0 ? h.oc_inner == 1 : oc_inner_pays(pl));
 }
 
 // With the channel block outermost, each block's pass writes its channels of every output pixel, and where
@@ -157,8 +157,7 @@ void choose_oc_inner(Plan& pl, const Problem& p, const TuningHints& h) {
 // channels folded by 4 into 84 per pixel, 1.27), NCX 1.024x over 9 (0.98-1.08); AVX-512 NXC 1.111x over 9
 // (1.01-1.85, ho30), NCX 1.051x over 3. Where lines are not shared it bought nothing on the whole (one noisy
 // pass over 80 AVX2 layers), so those keep the block outermost, which keeps one block's weights in cache.
-bool oc_inner_pays(const Plan& pl, const Problem& p) {
-  (void)p;
+bool oc_inner_pays(const Plan& pl) {
   const int64_t eb = pl.elem_bytes();
   const bool shared_lines = (pl.dst_x * eb) % 64 != 0 || (int64_t{pl.main.vectors} * pl.lanes * eb) % 64 != 0;
   return !row_buffered(pl.layout) && pl.dst_c == 1 && shared_lines;

@@ -31,9 +31,8 @@ bool nt_stores_possible(const Plan& pl) {
                                             pl.last.vectors % 2 == 0 && pl.last.mask_lanes == 0);
   // gemm's overhanging rows (Plan::fold_shift, fold_tail): rows and their first folded pixel a whole number
   // of lines apart, else every block would miss the alignment and store as usual under an _nt name.
-  const bool clipped = pl.fold_shift || pl.fold_tail;
-  const bool lines = !clipped || ((pl.dst_row_elements() * pl.elem_bytes()) % 64 == 0 &&
-                                  (pl.dst_row_offset() * pl.elem_bytes()) % 64 == 0);
+  const bool lines = !pl.overhangs_row() || ((pl.dst_row_elements() * pl.elem_bytes()) % 64 == 0 &&
+                                             (pl.dst_row_offset() * pl.elem_bytes()) % 64 == 0);
   return family && (f32 || zmm) && whole_lines && lines && pl.layout == LayoutPath::nxc && pl.ic_blocks == 1 &&
          pl.dst_c == 1 && pl.dst_x % pl.lanes == 0;
 }

@@ -148,7 +148,7 @@ std::vector<RowPart> row_parts(const Plan& pl, std::vector<EdgeBlock>* edges, bo
     for (const Run& run : runs)
       emit_piece(part.segments, run, run.q_count, pl.ur_w, x.stride, pl.block_over_batch);
     if (edges) part.segments = split_edges(pl, part.segments, *edges, add);
-    if (pl.fold_shift || pl.fold_tail) part.segments = split_clipped(pl, part.segments);
+    if (pl.overhangs_row()) part.segments = split_clipped(pl, part.segments);
     parts.push_back(std::move(part));
   }
   return parts;
