@@ -126,11 +126,23 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
 // 0.74-0.80x), so left as they were. Checked on 16 1-D grouped layers drawn for it afterwards (seed 181,
 // all within the bounds): 1.16x geomean over their 32 rows on both ISAs, 0.94-1.95 once two outliers were
 // timed again (docs/data/group_inner_check_s181_zen4_2t.txt).
+// The output alike, whatever the rank (as oc_inner_pays for channel blocks): where a group's channels of an
+// NXC-shaped output pixel start or end inside a cache line, the next group's pass writes the rest of the
+// line much later, from memory again once the output outgrows the caches. Zen 4, 2 threads, f32, the 43
+// grouped layers of the suites and holdouts (docs/data/grouped_layers_s21.jsonl), the group innermost
+// forced (group_inner_sweep_s21_*): on NXC data where this holds from 2 MiB of output with weights of 64
+// KB or less, 1.06-1.95x (s211 ho36, 16 -> 96 channels in 8 groups, 36 MB of output, 1.53-1.69x; s211
+// ho06, 2 channels per group, 1.81-1.95x), s23 ho45 0.98-1.01. The rule against the group outermost, two
+// passes (group_inner_rule_s21_*, with the 1-D rows above): the 8 rows it adds 0.97-2.01x, AVX-512 1.88x
+// on ho36, 1.84x on ho06, 1.17-1.21x on s53 ho11, s89 ho11 and s11 ho15, AVX2 alike.
 bool group_inner_pays(const Plan& pl, const Problem& p) {
-  constexpr int64_t kMinSrcBytes = int64_t{2} << 20, kMaxWeightBytes = int64_t{64} << 10;
+  constexpr int64_t kMinBytes = int64_t{2} << 20, kMaxWeightBytes = int64_t{64} << 10;
+  if (pl.packed_weights_floats() * 4 > kMaxWeightBytes) return false;
   const int64_t src_bytes = p.src_elements() * pl.src_elem_bytes();
-  return p.spatial_rank == 1 && pl.layout == LayoutPath::nxc && src_bytes >= kMinSrcBytes &&
-         pl.packed_weights_floats() * 4 <= kMaxWeightBytes;
+  const int64_t eb = pl.elem_bytes(), dst_bytes = p.dst_elements() * eb;
+  const bool streamed_src = p.spatial_rank == 1 && pl.layout == LayoutPath::nxc && src_bytes >= kMinBytes;
+  const bool shared_lines = !row_buffered(pl.layout) && pl.dst_c == 1 && (p.c_out_per_group() * eb) % 64 != 0;
+  return streamed_src || (shared_lines && dst_bytes >= kMinBytes);
 }
 
 // The channel block innermost (Plan::oc_inner): the direct and gemm families' row tasks with two or more

@@ -44,5 +44,28 @@ TEST(PlanGroupInner, OneDimensionalGroupedSourcesFromTwoMiB) {
   }
 }
 
+// 16 -> 8 * `oc_g` channels in 8 groups (the shape of holdout s211 ho36 in 1-D), kernel 2, stride 2, so that the
+// source stays far below the 1-D rule's 2 MiB.
+DeconvTester grouped_out(int64_t pixels, int64_t oc_g) {
+  return DeconvTester().rank(1).groups(8).channels(16, 8 * oc_g).input({pixels}).kernel({2}).stride({2})
+      .layout(DataFormat::NXC);
+}
+
+TEST(PlanGroupInner, OutputsWhoseGroupsShareLinesFromTwoMiB) {
+  for (Isa isa : kIsas) {
+    SCOPED_TRACE(to_string(isa));
+    EXPECT_TRUE(plan_for(grouped_out(4096, 8), isa).group_inner);   // 8192 pixels of 64 channels: 2 MiB
+    EXPECT_FALSE(plan_for(grouped_out(4095, 8), isa).group_inner);  // two pixels short
+    EXPECT_TRUE(plan_for(grouped_out(30000, 12), isa).group_inner);  // 48 bytes per group
+    EXPECT_FALSE(plan_for(grouped_out(30000, 16), isa).group_inner);  // 64: each group its own lines
+    EXPECT_FALSE(plan_for(DeconvTester(grouped_out(30000, 12)).layout(DataFormat::NCX), isa).group_inner);
+    // 3-D, as ho36 itself (36 MB of output); 2-D with weights past 64 KB keeps the group outermost.
+    EXPECT_TRUE(plan_for(DeconvTester().rank(3).batch(16).groups(8).channels(16, 96).input({9, 9, 9})
+                             .kernel({2, 2, 2}).stride({2, 2, 2}).layout(DataFormat::NXC), isa).group_inner);
+    EXPECT_FALSE(plan_for(DeconvTester().groups(2).channels(256, 40).input({128, 128}).kernel({3, 3})
+                              .stride({2, 2}).layout(DataFormat::NXC), isa).group_inner);
+  }
+}
+
 }  // namespace
 }  // namespace deconvjit::detail
