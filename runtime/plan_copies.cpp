@@ -134,7 +134,9 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
 // KB or less, 1.06-1.95x (s211 ho36, 16 -> 96 channels in 8 groups, 36 MB of output, 1.53-1.69x; s211
 // ho06, 2 channels per group, 1.81-1.95x), s23 ho45 0.98-1.01. The rule against the group outermost, two
 // passes (group_inner_rule_s21_*, with the 1-D rows above): the 8 rows it adds 0.97-2.01x, AVX-512 1.88x
-// on ho36, 1.84x on ho06, 1.17-1.21x on s53 ho11, s89 ho11 and s11 ho15, AVX2 alike.
+// on ho36, 1.84x on ho06, 1.17-1.21x on s53 ho11, s89 ho11 and s11 ho15, AVX2 alike. In 16-bit data (one
+// pass over every row the rule takes, 1-D ones included): bf16 1.16x (AVX-512) and 1.19x (AVX2) geomean,
+// f16 1.29x and 1.17x, 0.91-3.01, the one below 0.95 a 1-D row of the older rule (s11 ho26, bf16).
 bool group_inner_pays(const Plan& pl, const Problem& p) {
   constexpr int64_t kMinBytes = int64_t{2} << 20, kMaxWeightBytes = int64_t{64} << 10;
   if (pl.packed_weights_floats() * 4 > kMaxWeightBytes) return false;
