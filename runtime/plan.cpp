@@ -154,6 +154,20 @@ std::string make_name(const Plan& pl, const Problem& p) {
 
 }  // namespace
 
+// Parts off the lines split each plane line they share between two tasks' flushes, and none of a part's
+// tile stores starts a line, so none is non-temporal (tile16). Where the flush runs in tiles (AVX-512, rows
+// of whole lines) and a part holds 4 lines or more (fewer would lose the parts' balance), parts are rounded
+// up to whole lines. Zen 4, 2 threads, in one process against parts as split (docs/data/row_parts_on_lines_*):
+// f32 1.046x over the 25 rows this takes (two passes; 0.96-1.38, s151 ho34, a 1-D depthwise layer of 200000
+// outputs, 1.33-1.38x; s223 ho12, 8 -> 128 channels, 1.20-1.26x), bf16 1.051x over 16, f16 1.059x over 12
+// (0.97-1.43). All parts rounded alike, AVX2 and short parts included: 1.014-1.021x, 0.58-1.38 (a 21-output
+// row in parts of 16 and 5: 0.58).
+int64_t Plan::row_part_width() const {
+  const int64_t width = ceil_div(axes[2].out, x_split), line = 64 / elem_bytes();
+  if (!row_buffered(layout) || !flush_in_tiles(*this) || width < 4 * line) return width;
+  return std::min(axes[2].out, ceil_div(width, line) * line);
+}
+
 int64_t Plan::packed_weights_floats() const {
   if (algorithm == Algorithm::col) return 0;  // the inner kernel's packed weights are what is stored
   if (algorithm == Algorithm::depthwise_x)  // per channel: [kz][ky][x tap][lane]
@@ -248,7 +262,7 @@ void set_dst_strides(Plan& pl) {
     pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = a[0].out * a[1].out * pl.dst_row_elements();
   if (row_buffered(pl.layout)) {
     // The buffer holds one channel block of one task's part of a row, for each image in the task.
-    const int64_t width = (a[2].out + pl.x_split - 1) / pl.x_split;
+    const int64_t width = pl.row_part_width();
     pl.dst_x = int64_t{pl.main.vectors} * pl.lanes;
     pl.dst_n = width * pl.dst_x;
     pl.row_buffer_floats = pl.dst_n * (pl.block_over_batch ? pl.batch : 1);

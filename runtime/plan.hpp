@@ -222,6 +222,9 @@ struct Plan {
            layout == LayoutPath::ncx_via_scratch || layout == LayoutPath::ncx_src_copy;
   }
   int64_t packed_weights_floats() const;
+  // Output x of one part of a row (the last part may be narrower): the row's x_split parts, through the
+  // row buffer rounded up to whole cache lines of a channel plane, so that each part's flush starts a line.
+  int64_t row_part_width() const;
   // Everything the packed weight layout depends on. Weights packed for one kernel serve another with the
   // same signature (say, another batch size); any other kernel must refuse them.
   std::string packing_signature() const;

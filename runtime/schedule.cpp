@@ -138,7 +138,7 @@ std::vector<Segment> split_clipped(const Plan& pl, const std::vector<Segment>& s
 std::vector<RowPart> row_parts(const Plan& pl, std::vector<EdgeBlock>* edges, bool add) {
   std::vector<RowPart> parts;
   const Axis& x = pl.axes[2];
-  const int64_t width = row_part_width(pl);
+  const int64_t width = pl.row_part_width();
   for (int64_t x0 = 0; x0 < x.out; x0 += width) {
     RowPart part;
     part.x0 = x0;
@@ -194,10 +194,6 @@ std::vector<EdgeBlock> find_edge_blocks(const Plan& pl) {
   std::vector<EdgeBlock> edges;
   row_parts(pl, &edges, true);
   return edges;
-}
-
-int64_t row_part_width(const Plan& pl) {
-  return (pl.axes[2].out + pl.x_split - 1) / pl.x_split;
 }
 
 }  // namespace deconvjit::detail

@@ -43,6 +43,5 @@ AxisTaps axis_taps(const Axis& a, int64_t o);
 Schedule build_schedule(const Plan& plan);
 // The distinct border blocks that read the halo in the rows build_schedule makes (Plan::edges).
 std::vector<EdgeBlock> find_edge_blocks(const Plan& plan);
-int64_t row_part_width(const Plan& plan);  // output x per part (the last part may be narrower)
 
 }  // namespace deconvjit::detail

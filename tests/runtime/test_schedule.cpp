@@ -107,6 +107,43 @@ TEST(Schedule, SegmentsCoverEveryOutputExactlyOnce) {
 
 // ---- axis_taps ------------------------------------------------------------------------------------------
 
+// Through the row buffer on AVX-512 with rows of whole lines, each part's flush stores 16 x 16 tiles (32 x
+// 16 in 16-bit types): parts are whole lines wide so its stores start lines (Plan::row_part_width). 1-D
+// 8 -> 128 channels, kernel 4, stride 2, 512 -> 1024 outputs, NCX.
+DeconvTester lines_1d(DType t) {
+  return DeconvTester().rank(1).channels(8, 128).input({512}).kernel({4}).stride({2}).pads({1}, {1})
+      .layout(DataFormat::NCX).dtype(t);
+}
+
+TEST(Schedule, RowBufferPartsStartOnLinesWhereTheFlushRunsInTiles) {
+  TuningHints seven;
+  seven.x_split = 7;  // 147 outputs each, off the lines
+  for (DType t : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(to_string(t));
+    const int64_t line = t == DType::f32 ? 16 : 32;
+    const Plan pl = plan_for(lines_1d(t), Isa::avx512_core, seven);
+    ASSERT_TRUE(row_buffered(pl.layout) && flush_in_tiles(pl)) << pl.name;
+    EXPECT_EQ(pl.row_part_width(), 160);  // 147 rounded up to 10 lines (bf16: 5)
+    const Schedule s = build_schedule(pl);
+    EXPECT_EQ(s.parts.size(), 7u);
+    for (const RowPart& part : s.parts) EXPECT_EQ(part.x0 % line, 0) << part.x0;
+    expect_exact_cover(pl);
+  }
+  // AVX2 flushes in 8 x 8 tiles, and parts under 4 lines would lose their balance: both as split.
+  EXPECT_EQ(plan_for(lines_1d(DType::f32), Isa::avx2, seven).row_part_width(), 147);
+  TuningHints many;
+  many.x_split = 32;
+  EXPECT_EQ(plan_for(lines_1d(DType::f32), Isa::avx512_core, many).row_part_width(), 32);
+}
+
+// The same plans against the double-precision reference (the last part is 64 outputs wide).
+TEST(Schedule, RowBufferPartsOnLinesMatchTheReference) {
+  TuningHints seven;
+  seven.x_split = 7;
+  for (DType t : {DType::f32, DType::bf16, DType::f16})
+    DeconvTester(lines_1d(t)).batch(2).isa(Isa::avx512_core).hints(seven).Test();
+}
+
 TEST(AxisTaps, AgreesWithBruteForce) {
   std::mt19937 rng(31337);
   const auto uni = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
