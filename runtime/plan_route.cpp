@@ -93,10 +93,18 @@ bool gemm_overhang_pays(const Problem& p, Isa isa, const Axis& x) {
 // AVX2 1.06-2.31x (1.33). With one tap per phase (K = s = 2) gemm lost (0.43-0.99, 3 layers), and on 2-D
 // and 3-D layers (AVX-512 0.15-0.98 on 21 of the 22 such padded ones, one 3-D at 1.33;
 // docs/data/gemm_forced_padded_avx512_core_NXC_zen4_2t.jsonl), where dot's y taps share its accumulators.
-// NCX data keeps its routes (dot_x, or dot's source copy); f32 only (16-bit data was not measured), and only
-// with family-neutral hints (any other keeps dot, which honoured it before: fuse_x_taps, batch_block).
+// NCX data keeps its routes (dot_x, or dot's source copy), and so do hints other than the family-neutral
+// ones (dot honoured them before: fuse_x_taps, batch_block). 16-bit data (session 21, the same 14 layers,
+// docs/data/gemm_vs_dot_1d_{bf16,f16}_*): up to 128 input channels per group gemm 1.55-7.54x in bf16
+// (geomean 2.77 AVX-512, 2.17 AVX2) and 0.83-2.92x in f16 (1.75, 1.46) over 8 layers; from 256 up, where
+// dot's long reductions run on channel pairs or widen once per vector, mixed (0.64-1.23: convtasnet_decoder,
+// 512 -> 1, bf16 AVX-512 0.76, f16 0.67), so those keep dot. The rule against dot, a second pass over the 7
+// layers it takes (gemm_vs_dot_1d_rule_*): bf16 1.98x (AVX2) and 2.76x (AVX-512), f16 1.28x and 1.63x, all
+// at 1.06x or more but s23 ho19 in f16 on AVX2 (40 -> 2 channels, 0.83 in both passes).
 bool folded_row_beats_dot(const Problem& p, const Axis& x) {
-  return p.data_format == DataFormat::NXC && p.dtype == DType::f32 && p.spatial_rank == 1 && x.stride >= 2 &&
+  constexpr int64_t kMaxHalfChannels = 128;
+  const bool reduction = p.dtype == DType::f32 || p.c_in_per_group() <= kMaxHalfChannels;
+  return p.data_format == DataFormat::NXC && reduction && p.spatial_rank == 1 && x.stride >= 2 &&
          x.kernel >= 2 * x.stride;
 }
 

@@ -261,8 +261,12 @@ TEST(PlanRoutes, OneDimensionalFewOutputsFoldIntoGemm) {
     EXPECT_EQ(plan_for(layer(2, 2, DataFormat::NXC), isa).algorithm, Algorithm::dot);
     EXPECT_EQ(plan_for(layer(4, 2, DataFormat::NXC, 2), isa).algorithm, Algorithm::dot);
     EXPECT_NE(plan_for(layer(16, 8, DataFormat::NCX), isa).algorithm, Algorithm::gemm);
-    // 16-bit data (not measured) and a hint other than the family-neutral ones keep dot.
-    EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC).dtype(DType::f16), isa).algorithm, Algorithm::dot);
+    // 16-bit data up to 128 input channels takes gemm too; from 129 (and with a hint other than the
+    // family-neutral ones, in any type) dot stays.
+    for (DType t : {DType::bf16, DType::f16}) {
+      EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC).dtype(t).channels(128, 4), isa).algorithm, Algorithm::gemm);
+      EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC).dtype(t).channels(129, 4), isa).algorithm, Algorithm::dot);
+    }
     TuningHints tile;
     tile.ur_w = 2;
     EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC), isa, tile).algorithm, Algorithm::dot);
