@@ -48,7 +48,9 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   const double lane_use = static_cast<double>(pl.algorithm == Algorithm::dot ? pl.ic_per_group : pl.oc_per_group) /
                           static_cast<double>(vec_lanes);
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
-  const int64_t q = ceil_div(extent, pl.x_split);
+  // The row's parts as scheduled (Plan::row_part_width may round them to whole lines: fewer than x_split).
+  const int64_t parts = pl.block_over_batch ? pl.x_split : ceil_div(x.out, pl.row_part_width());
+  const int64_t q = ceil_div(extent, parts);
   // The dot family holds one accumulator per (pixel, output channel) and ends each with a horizontal sum.
   const int nv = pl.algorithm == Algorithm::dot ? 1 : pl.oc_vectors;
   e.efficiency = lane_use * row_efficiency(q, pl.ur_w, nv * (pl.algorithm == Algorithm::dot ? pl.oc_vectors : 1));
@@ -60,12 +62,12 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
   // (plane tiles: a task per tile of each image, its calls a row of oc_loop blocks each)
   const bool tiles = pl.layout == LayoutPath::ncx_plane_tiles;
-  e.tasks = tiles ? pl.batch * (pl.dst_channels / pl.channels_per_call) : rows * pl.x_split;
+  e.tasks = tiles ? pl.batch * (pl.dst_channels / pl.channels_per_call) : rows * parts;
   // Segments per part: one per phase, and without a halo also the border patterns; with edge blocks, a
   // row's two ends are calls of their own.
   const double segments = static_cast<double>(x.stride) *
-                          (pl.has_halo() ? (pl.edges.empty() ? 1.0 : 1.0 + 2.0 / pl.x_split)
-                                         : 1.0 + 2.0 * x.kernel / x.stride / pl.x_split);
+                          (pl.has_halo() ? (pl.edges.empty() ? 1.0 : 1.0 + 2.0 / static_cast<double>(parts))
+                                         : 1.0 + 2.0 * x.kernel / x.stride / static_cast<double>(parts));
   e.calls = static_cast<double>(tiles ? rows : e.tasks) * segments * pl.ic_blocks;
   // gemm's overhanging pixels: lanes computed outside the row, and each row's clipped blocks a call of its
   // own (with the copy out of its scratch block).

@@ -110,7 +110,7 @@ struct Plan {
   // Independent accumulator chains a direct or gemm register block keeps at least, as registers and the
   // unroll allow (accumulator_sets); 1 elsewhere. Not a choice: idle registers cost nothing.
   int acc_chains = 1;
-  int x_split = 1;       // parts each output row is cut into, for threading
+  int x_split = 1;       // parts each output row is cut into, for threading (see row_part_width)
   int oc_loop = 1;       // channel blocks one call walks for each pixel block (depthwise: many tiny ones)
   bool parallel = true;  // false: tiny problems run on the calling thread
   // bf16: input channels reduced in pairs by vdpbf16ps; packed weights hold (ic, ic + 1) bf16 pairs in
@@ -222,8 +222,9 @@ struct Plan {
            layout == LayoutPath::ncx_via_scratch || layout == LayoutPath::ncx_src_copy;
   }
   int64_t packed_weights_floats() const;
-  // Output x of one part of a row (the last part may be narrower): the row's x_split parts, through the
-  // row buffer rounded up to whole cache lines of a channel plane, so that each part's flush starts a line.
+  // Output x of one part of a row (the last part may be narrower): ceil(out / x_split), through the row
+  // buffer where its flush runs in AVX-512 tiles and a part holds 4+ lines rounded up to whole lines of a
+  // channel plane (so that each tile store starts a line), which may leave fewer than x_split parts.
   int64_t row_part_width() const;
   // Everything the packed weight layout depends on. Weights packed for one kernel serve another with the
   // same signature (say, another batch size); any other kernel must refuse them.

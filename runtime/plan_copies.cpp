@@ -111,7 +111,8 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
   const bool possible = group_inner_possible(pl);
   check_hint(h.group_inner != 1 || possible,
              "group_inner needs the direct, gemm or dot family of a grouped layer (G > 1) without band_rows");
-  pl.group_inner = possible && (h.group_inner >= 0 ? h.group_inner == 1 : group_inner_pays(pl, p));
+  // An asked-for oc_inner (one order at a time) keeps the group outermost unless group_inner is asked too.
+  pl.group_inner = possible && (h.group_inner >= 0 ? h.group_inner == 1 : h.oc_inner != 1 && group_inner_pays(pl, p));
 }
 
 // With the group outermost, a task range (a thread's share) walks one group's rows: each group's pass
@@ -127,8 +128,11 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
 // all within the bounds): 1.16x geomean over their 32 rows on both ISAs, 0.94-1.95 once two outliers were
 // timed again (docs/data/group_inner_check_s181_zen4_2t.txt).
 // The output alike, whatever the rank (as oc_inner_pays for channel blocks): where a group's channels of an
-// NXC-shaped output pixel start or end inside a cache line, the next group's pass writes the rest of the
-// line much later, from memory again once the output outgrows the caches. Zen 4, 2 threads, f32, the 43
+// NXC-shaped output pixel (NXC data, or NCX through whole-tensor copies; not the row buffer) start or end
+// inside a cache line, the next group's pass writes the rest of the line much later, from memory again once
+// the output outgrows the caches. Only with one channel-block call per group, as measured: with several, the
+// group innermost puts the block outermost (decompose), so lines between groups are still split, and it
+// would rule out oc_inner. Zen 4, 2 threads, f32, the 43
 // grouped layers of the suites and holdouts (docs/data/grouped_layers_s21.jsonl), the group innermost
 // forced (group_inner_sweep_s21_*): on NXC data where this holds from 2 MiB of output with weights of 64
 // KB or less, 1.06-1.95x (s211 ho36, 16 -> 96 channels in 8 groups, 36 MB of output, 1.53-1.69x; s211
@@ -143,7 +147,8 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
   const int64_t src_bytes = p.src_elements() * pl.src_elem_bytes();
   const int64_t eb = pl.elem_bytes(), dst_bytes = p.dst_elements() * eb;
   const bool streamed_src = p.spatial_rank == 1 && pl.layout == LayoutPath::nxc && src_bytes >= kMinBytes;
-  const bool shared_lines = !row_buffered(pl.layout) && pl.dst_c == 1 && (p.c_out_per_group() * eb) % 64 != 0;
+  const bool one_block = pl.oc_blocks / pl.oc_loop == 1;
+  const bool shared_lines = !row_buffered(pl.layout) && pl.dst_c == 1 && one_block && (p.c_out_per_group() * eb) % 64;
   return streamed_src || (shared_lines && dst_bytes >= kMinBytes);
 }
 

@@ -136,8 +136,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"prefetch_src", "col_x"}, "col_x_prefetch_pays: where a row spans several tiles"},
       {{"group_inner", ""},
        "group_inner_pays: the row tasks of a grouped layer take the group innermost with at most 64 KB of "
-       "packed weights, from 2 MiB of source (1-D, NXC data) or from 2 MiB of NXC-shaped output whose groups "
-       "share cache lines (a group's channels of a pixel not a whole number of lines)"},
+       "packed weights, from 2 MiB of source (1-D, NXC data) or from 2 MiB of NXC-shaped output (not the row "
+       "buffer) whose groups share cache lines (a group's channels of a pixel not a whole number of lines, in one "
+       "channel-block call), unless oc_inner is asked for"},
       {{"oc_inner", ""}, "oc_inner_pays: the direct and gemm families' tasks take the channel block innermost "
                           "where a block's channels start or end inside a cache line of an NXC-shaped output "
                           "(not the row buffer)"},

@@ -106,7 +106,8 @@ struct TuningHints {
                          // output vectors)
   int oc_vectors = 0;    // output-channel vectors per register block (gemm_x, depthwise_x, dot_x, col_x: channels)
   int ic_unroll = 0;     // input-channel loop unroll (dot_x, col_x: accumulator sets)
-  int x_split = 0;       // parts each output row is split into for threading
+  int x_split = 0;       // parts each output row is split into for threading (through the NCX row buffer on
+                         // AVX-512 rounded to whole cache lines, so possibly fewer)
   int ic_block = 0;      // input channels per reduction pass (must divide C_IN/G); 0: one pass
   int x_halo = -1;       // -1 heuristic, 0 off, 1 on: zero-pad the source in x so borders need no
                          // blocks of their own

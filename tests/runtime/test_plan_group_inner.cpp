@@ -28,7 +28,8 @@ TEST(PlanGroupInner, OneDimensionalGroupedSourcesFromTwoMiB) {
     EXPECT_EQ(to_json(plan_for(grouped_1d(2048), isa, at.choices).choices), to_json(at.choices));
     EXPECT_FALSE(plan_for(grouped_1d(2047), isa).group_inner);                               // a pixel short
     EXPECT_FALSE(plan_for(DeconvTester(grouped_1d(18504)).layout(DataFormat::NCX), isa).group_inner);  // a copy
-    // 2-D sources keep the group outermost; so do weights past 64 KB (2 groups of 128 -> 64, kernel 2).
+    // A 2-D source is not streamed by groups (and its 266 KB of output is too small for the output rule); nor
+    // are weights past 64 KB (2 groups of 128 -> 64, kernel 2).
     EXPECT_FALSE(plan_for(DeconvTester().groups(4).channels(256, 4).input({64, 64}).kernel({3, 3}).stride({2, 2})
                               .layout(DataFormat::NXC), isa).group_inner);
     EXPECT_FALSE(plan_for(DeconvTester().rank(1).groups(2).channels(256, 128).input({4096}).kernel({2}).stride({2})
@@ -64,7 +65,22 @@ TEST(PlanGroupInner, OutputsWhoseGroupsShareLinesFromTwoMiB) {
                              .kernel({2, 2, 2}).stride({2, 2, 2}).layout(DataFormat::NXC), isa).group_inner);
     EXPECT_FALSE(plan_for(DeconvTester().groups(2).channels(256, 40).input({128, 128}).kernel({3, 3})
                               .stride({2, 2}).layout(DataFormat::NXC), isa).group_inner);
+    // Several channel-block calls per group (40 channels, 160 bytes, in blocks of one vector) keep the group
+    // outermost, so that an oc_inner asked for is honoured.
+    const DeconvTester blocks = DeconvTester().groups(2).channels(16, 80).input({64, 64}).kernel({2, 2})
+                                    .stride({2, 2}).layout(DataFormat::NXC);
+    TuningHints one_vector, inner;
+    one_vector.oc_vectors = 1;
+    inner.oc_inner = 1, inner.oc_vectors = 1;
+    EXPECT_FALSE(plan_for(blocks, isa, one_vector).group_inner);
+    const Plan asked = plan_for(blocks, isa, inner);
+    EXPECT_TRUE(asked.oc_inner && !asked.group_inner) << asked.name;
   }
+  // NCX through whole-tensor copies has an NXC-shaped output too (ho36 on AVX-512: blocks across images).
+  const Plan ncx = plan_for(DeconvTester().rank(3).batch(16).groups(8).channels(16, 96).input({9, 9, 9})
+                                .kernel({2, 2, 2}).stride({2, 2, 2}).layout(DataFormat::NCX), Isa::avx512_core);
+  EXPECT_EQ(ncx.layout, LayoutPath::ncx_via_scratch) << ncx.name;
+  EXPECT_TRUE(ncx.group_inner) << ncx.name;
 }
 
 }  // namespace

@@ -270,6 +270,7 @@ TEST(PlanRoutes, OneDimensionalFewOutputsFoldIntoGemm) {
     TuningHints tile;
     tile.ur_w = 2;
     EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC), isa, tile).algorithm, Algorithm::dot);
+    EXPECT_EQ(plan_for(layer(16, 8, DataFormat::NXC).dtype(DType::f16), isa, tile).algorithm, Algorithm::dot);
   }
 }
 

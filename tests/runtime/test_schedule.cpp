@@ -53,6 +53,8 @@ void expect_exact_cover(const Plan& pl) {
     }
   }
   EXPECT_EQ(expected_x0, x.out) << "the parts end at the row's end";
+  if (row_buffered(pl.layout))  // every part fits the row buffer the plan sized
+    for (const RowPart& part : s.parts) EXPECT_LE((part.x1 - part.x0) * pl.dst_x * images, pl.row_buffer_floats);
   for (size_t e = 0; e < hits.size(); ++e)
     ASSERT_EQ(hits[e], 1) << "image " << e / x.out << ", x " << e % x.out << " covered " << hits[e] << " times";
   ASSERT_EQ(s.z.size(), static_cast<size_t>(pl.axes[0].out));
@@ -105,8 +107,6 @@ TEST(Schedule, SegmentsCoverEveryOutputExactlyOnce) {
   EXPECT_GT(batch_plans, 0);
 }
 
-// ---- axis_taps ------------------------------------------------------------------------------------------
-
 // Through the row buffer on AVX-512 with rows of whole lines, each part's flush stores 16 x 16 tiles (32 x
 // 16 in 16-bit types): parts are whole lines wide so its stores start lines (Plan::row_part_width). 1-D
 // 8 -> 128 channels, kernel 4, stride 2, 512 -> 1024 outputs, NCX.
@@ -143,6 +143,8 @@ TEST(Schedule, RowBufferPartsOnLinesMatchTheReference) {
   for (DType t : {DType::f32, DType::bf16, DType::f16})
     DeconvTester(lines_1d(t)).batch(2).isa(Isa::avx512_core).hints(seven).Test();
 }
+
+// ---- axis_taps ------------------------------------------------------------------------------------------
 
 TEST(AxisTaps, AgreesWithBruteForce) {
   std::mt19937 rng(31337);
