@@ -132,15 +132,15 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
 // inside a cache line, the next group's pass writes the rest of the line much later, from memory again once
 // the output outgrows the caches. Only with one channel-block call per group, as measured: with several, the
 // group innermost puts the block outermost (decompose), so lines between groups are still split, and it
-// would rule out oc_inner. Zen 4, 2 threads, f32, the 43
-// grouped layers of the suites and holdouts (docs/data/grouped_layers_s21.jsonl), the group innermost
-// forced (group_inner_sweep_s21_*): on NXC data where this holds from 2 MiB of output with weights of 64
-// KB or less, 1.06-1.95x (s211 ho36, 16 -> 96 channels in 8 groups, 36 MB of output, 1.53-1.69x; s211
-// ho06, 2 channels per group, 1.81-1.95x), s23 ho45 0.98-1.01. The rule against the group outermost, two
-// passes (group_inner_rule_s21_*, with the 1-D rows above): the 8 rows it adds 0.97-2.01x, AVX-512 1.88x
-// on ho36, 1.84x on ho06, 1.17-1.21x on s53 ho11, s89 ho11 and s11 ho15, AVX2 alike. In 16-bit data (one
-// pass over every row the rule takes, 1-D ones included): bf16 1.16x (AVX-512) and 1.19x (AVX2) geomean,
-// f16 1.29x and 1.17x, 0.91-3.01, the one below 0.95 a 1-D row of the older rule (s11 ho26, bf16).
+// would rule out oc_inner. Zen 4, 2 threads, f32, the 43 grouped layers of the suites and holdouts
+// (docs/data/grouped_layers_s21.jsonl), the group innermost forced (group_inner_sweep_s21_*): on NXC data
+// where this holds from 2 MiB of output with weights of 64 KB or less, 1.06-1.95x (s211 ho36, 16 -> 96
+// channels in 8 groups, 36 MB of output, 1.53-1.69x; s211 ho06, 2 channels per group, 1.81-1.95x), s23 ho45
+// 0.98-1.01. The rule against the group outermost, two passes (group_inner_rule_s21_*, with the 1-D rows
+// above): the 8 rows it adds 0.97-2.01x, AVX-512 1.88x on ho36, 1.84x on ho06, 1.17-1.21x on s53 ho11, s89
+// ho11 and s11 ho15, AVX2 alike. In 16-bit data (one pass over every row the rule takes, 1-D ones included):
+// bf16 1.16x (AVX-512) and 1.19x (AVX2) geomean, f16 1.29x and 1.17x, 0.91-3.01, the one below 0.95 a 1-D
+// row of the older rule (s11 ho26, bf16).
 bool group_inner_pays(const Plan& pl, const Problem& p) {
   constexpr int64_t kMinBytes = int64_t{2} << 20, kMaxWeightBytes = int64_t{64} << 10;
   if (pl.packed_weights_floats() * 4 > kMaxWeightBytes) return false;
@@ -148,7 +148,8 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
   const int64_t eb = pl.elem_bytes(), dst_bytes = p.dst_elements() * eb;
   const bool streamed_src = p.spatial_rank == 1 && pl.layout == LayoutPath::nxc && src_bytes >= kMinBytes;
   const bool one_block = pl.oc_blocks / pl.oc_loop == 1;
-  const bool shared_lines = !row_buffered(pl.layout) && pl.dst_c == 1 && one_block && (p.c_out_per_group() * eb) % 64;
+  const bool line_split = (p.c_out_per_group() * eb) % 64 != 0;
+  const bool shared_lines = !row_buffered(pl.layout) && pl.dst_c == 1 && one_block && line_split;
   return streamed_src || (shared_lines && dst_bytes >= kMinBytes);
 }
 

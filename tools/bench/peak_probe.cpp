@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -148,6 +149,19 @@ double fma_gflops(float (*kernel)(int64_t), int flops_per_iter, int threads, dou
   return best;
 }
 
+// The same on every thread, measured again (a little later, up to three times) while it stays below three
+// quarters of `one` (the one-thread figure) per thread: on a shared VM the host may take a core away for a
+// moment, and the threads then measure one core's rate. Two of ten bench runs of session 21 read 116-119
+// GFLOP/s for two threads against 228-233 in the others, which doubled every "% of the peak" they printed.
+double all_threads_gflops(float (*kernel)(int64_t), int flops_per_iter, int threads, double min_time, double one) {
+  double best = fma_gflops(kernel, flops_per_iter, threads, min_time);
+  for (int retry = 0; retry < 3 && best < 0.75 * one * threads; ++retry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    best = std::max(best, fma_gflops(kernel, flops_per_iter, threads, min_time));
+  }
+  return best;
+}
+
 __attribute__((target("avx2"))) void triad(float* a, const float* b, const float* c, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
@@ -189,22 +203,22 @@ PeakNumbers measure_peak(double min_time) {
   p.has_avx512 = isa_available(Isa::avx512_core);
   if (p.has_avx512) {
     p.zmm_1t = fma_gflops(fma_zmm, kZmmChains * 16 * 2, 1, min_time);
-    p.zmm_nt = fma_gflops(fma_zmm, kZmmChains * 16 * 2, p.threads, min_time);
+    p.zmm_nt = all_threads_gflops(fma_zmm, kZmmChains * 16 * 2, p.threads, min_time, p.zmm_1t);
   }
   // Both need the OS's zmm state (XCR0), which has_avx512 (isa_available) includes.
   p.has_avx512_fp16 = p.has_avx512 && detail::cpu_has_avx512_fp16();
   if (p.has_avx512_fp16) {
     p.f16_fma_1t = fma_gflops(fma_ph_zmm, kZmmChains * 32 * 2, 1, min_time);
-    p.f16_fma_nt = fma_gflops(fma_ph_zmm, kZmmChains * 32 * 2, p.threads, min_time);
+    p.f16_fma_nt = all_threads_gflops(fma_ph_zmm, kZmmChains * 32 * 2, p.threads, min_time, p.f16_fma_1t);
   }
   p.has_avx512_bf16 = p.has_avx512 && detail::cpu_has_avx512_bf16();
   if (p.has_avx512_bf16) {
     p.bf16_dot_1t = fma_gflops(dpbf16_zmm, kZmmChains * 16 * 2 * 2, 1, min_time);
-    p.bf16_dot_nt = fma_gflops(dpbf16_zmm, kZmmChains * 16 * 2 * 2, p.threads, min_time);
+    p.bf16_dot_nt = all_threads_gflops(dpbf16_zmm, kZmmChains * 16 * 2 * 2, p.threads, min_time, p.bf16_dot_1t);
   }
   if (isa_available(Isa::avx2)) {
     p.ymm_1t = fma_gflops(fma_ymm, kYmmChains * 8 * 2, 1, min_time);
-    p.ymm_nt = fma_gflops(fma_ymm, kYmmChains * 8 * 2, p.threads, min_time);
+    p.ymm_nt = all_threads_gflops(fma_ymm, kYmmChains * 8 * 2, p.threads, min_time, p.ymm_1t);
   }
   StreamArrays s;
   // First touch from the threads that will stream the data, and fault every page in before timing.
