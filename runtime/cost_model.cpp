@@ -49,7 +49,7 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
                           static_cast<double>(vec_lanes);
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
   // The row's parts as scheduled (Plan::row_part_width may round them to whole lines: fewer than x_split).
-  const int64_t parts = pl.block_over_batch ? pl.x_split : ceil_div(x.out, pl.row_part_width());
+  const int64_t parts = ceil_div(x.out, pl.row_part_width());
   const int64_t q = ceil_div(extent, parts);
   // The dot family holds one accumulator per (pixel, output channel) and ends each with a horizontal sum.
   const int nv = pl.algorithm == Algorithm::dot ? 1 : pl.oc_vectors;

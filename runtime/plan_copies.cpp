@@ -141,6 +141,11 @@ void choose_group_inner(Plan& pl, const Problem& p, const TuningHints& h) {
 // ho11 and s11 ho15, AVX2 alike. In 16-bit data (one pass over every row the rule takes, 1-D ones included):
 // bf16 1.16x (AVX-512) and 1.19x (AVX2) geomean, f16 1.29x and 1.17x, 0.91-3.01, the one below 0.95 a 1-D
 // row of the older rule (s11 ho26, bf16).
+// Where the kernels write an NXC-shaped output themselves, channels of a pixel adjacent (NXC data, or NCX
+// through whole-tensor copies): the one place whose lines the task order can leave half-written (the row
+// buffer's flush writes whole runs of a plane). group_inner_pays and oc_inner_pays both ask it.
+static bool writes_nxc_lines(const Plan& pl) { return !row_buffered(pl.layout) && pl.dst_c == 1; }
+
 bool group_inner_pays(const Plan& pl, const Problem& p) {
   constexpr int64_t kMinBytes = int64_t{2} << 20, kMaxWeightBytes = int64_t{64} << 10;
   if (pl.packed_weights_floats() * 4 > kMaxWeightBytes) return false;
@@ -149,7 +154,7 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
   const bool streamed_src = p.spatial_rank == 1 && pl.layout == LayoutPath::nxc && src_bytes >= kMinBytes;
   const bool one_block = pl.oc_blocks / pl.oc_loop == 1;
   const bool line_split = (p.c_out_per_group() * eb) % 64 != 0;
-  const bool shared_lines = !row_buffered(pl.layout) && pl.dst_c == 1 && one_block && line_split;
+  const bool shared_lines = writes_nxc_lines(pl) && one_block && line_split;
   return streamed_src || (shared_lines && dst_bytes >= kMinBytes);
 }
 
@@ -180,7 +185,7 @@ void choose_oc_inner(Plan& pl, const TuningHints& h) {
 bool oc_inner_pays(const Plan& pl) {
   const int64_t eb = pl.elem_bytes();
   const bool shared_lines = (pl.dst_x * eb) % 64 != 0 || (int64_t{pl.main.vectors} * pl.lanes * eb) % 64 != 0;
-  return !row_buffered(pl.layout) && pl.dst_c == 1 && shared_lines;
+  return writes_nxc_lines(pl) && shared_lines;
 }
 
 // The one refusal of band_rows.

@@ -75,6 +75,13 @@ TEST(PlanGroupInner, OutputsWhoseGroupsShareLinesFromTwoMiB) {
     EXPECT_FALSE(plan_for(blocks, isa, one_vector).group_inner);
     const Plan asked = plan_for(blocks, isa, inner);
     EXPECT_TRUE(asked.oc_inner && !asked.group_inner) << asked.name;
+    // The 1-D source rule takes grouped layers of several blocks too (2 groups of 32 -> 40 over 8192 pixels,
+    // 2 MiB of source): an oc_inner asked for still wins there.
+    const DeconvTester streamed = DeconvTester().rank(1).groups(2).channels(64, 80).input({8192}).kernel({2})
+                                      .stride({2}).layout(DataFormat::NXC);
+    EXPECT_TRUE(plan_for(streamed, isa, one_vector).group_inner);
+    const Plan asked_1d = plan_for(streamed, isa, inner);
+    EXPECT_TRUE(asked_1d.oc_inner && !asked_1d.group_inner) << asked_1d.name;
   }
   // NCX through whole-tensor copies has an NXC-shaped output too (ho36 on AVX-512: blocks across images).
   const Plan ncx = plan_for(DeconvTester().rank(3).batch(16).groups(8).channels(16, 96).input({9, 9, 9})
