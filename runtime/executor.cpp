@@ -438,20 +438,23 @@ void run_col(const CompiledKernel& k, const T* src, const float* packed, T* dst)
   if (ncx) transpose(out, dst, p.batch, out_sp, co_n, pl.parallel, HaloMap{co_n, 0, 0});
 }
 
-// Plan::band_rows: a task is a band of output rows of one image. It transposes the input rows the band
-// reads (every channel, with the plan's halo) into a thread-local band laid out like those rows of the
-// whole-source copy, then runs the band's row tasks on it while it is in L2: the source crosses memory
-// once instead of three times (read, copy written, copy read).
+// Plan::band_rows: a task is a band of output rows of one output plane of one image. It transposes the input
+// rows the band reads (every channel, with the plan's halo; in 3-D of the plane's one z tap) into a
+// thread-local band laid out like those rows of the whole-source copy, then runs the band's row tasks on it
+// while it is in L2: the source crosses memory once instead of three times (read, copy written, copy read).
 template <typename S, typename T>
 void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
   const Problem& p = k.problem;
   const auto& a = pl.axes;
   const RowGeometry geo = geometry(pl);
-  const int64_t c = p.c_in, x = p.in.back(), in_sp = a[1].in * x, row = a[2].in * c;  // a[2].in: with halo
+  const int64_t c = p.c_in, x = p.in.back(), in_sp = a[0].in * a[1].in * x, row = a[2].in * c;  // with halo
   const int64_t bands = ceil_div(a[1].out, pl.band_rows), parts = static_cast<int64_t>(k.schedule.parts.size());
   auto body = [&](int64_t b) {
-    const int64_t n = b / bands, oy0 = b % bands * pl.band_rows, oy1 = std::min(a[1].out, oy0 + pl.band_rows);
+    const int64_t n = b / bands / a[0].out, oz = b / bands % a[0].out;
+    const int64_t oy0 = b % bands * pl.band_rows, oy1 = std::min(a[1].out, oy0 + pl.band_rows);
+    const AxisTaps& tz = k.schedule.z[oz];
+    const int64_t iz = tz.count ? tz.i0 : 0;  // no z tap: the rows store zeros and read nothing
     int64_t lo = a[1].in, hi = -1;  // the input rows the band's taps read
     for (int64_t oy = oy0; oy < oy1; ++oy) {
       const AxisTaps& ty = k.schedule.y[oy];
@@ -459,22 +462,23 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
       lo = std::min(lo, ty.i0 - (ty.count - 1) * a[1].tap_i_step);
       hi = std::max(hi, ty.i0);
     }
-    if (hi < lo) lo = hi = 0;  // no taps: the rows store zeros and read nothing
+    if (hi < lo) lo = hi = 0;  // no y taps either
     S* band = row_scratch<S, 1>(static_cast<size_t>((hi - lo + 1) * row));
     for (int64_t iy = lo; iy <= hi; ++iy) {
       S* r = band + (iy - lo) * row;
       zero_halo(r, c, pl.halo_left, x, a[2].in);
-      const T* from = src + n * c * in_sp + iy * x;
+      const T* from = src + n * c * in_sp + (iz * a[1].in + iy) * x;
       move_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
     }
+    const int64_t shift = n * pl.src_n + (iz * a[1].in + lo) * row;
     for (int64_t g = 0; g < pl.groups; ++g)
       for (int64_t ob = 0; ob < geo.ob_calls; ++ob)
         for (int64_t oy = oy0; oy < oy1; ++oy)
           for (int64_t part = 0; part < parts; ++part)
-            run_task_at(k, geo, Task{g, ob * pl.oc_loop, n, 0, oy, part}, 0, static_cast<const S*>(band),
-                        n * pl.src_n + lo * row, packed, dst);
+            run_task_at(k, geo, Task{g, ob * pl.oc_loop, n, oz, oy, part}, 0, static_cast<const S*>(band), shift,
+                        packed, dst);
   };
-  for_rows(pl.batch * bands, pl.parallel, body, pl.nt_stores);
+  for_rows(pl.batch * a[0].out * bands, pl.parallel, body, pl.nt_stores);
 }
 
 // [rows][cols] -> [cols][rows] in cache, for the plane tiles: AVX-512 tiles under AVX-512 plans.

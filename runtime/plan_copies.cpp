@@ -191,21 +191,28 @@ bool oc_inner_pays(const Plan& pl) {
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
     "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's "
-    "source copy, 2-D rows (an input more than one row high), no batch blocking and one pass over the input "
-    "channels";
+    "source copy, rows of 2-D data (an input more than one row high) or of 3-D data with at most one kernel "
+    "z tap per output plane, no batch blocking and one pass over the input channels";
 
+// A band is a run of output rows of one output plane: in 3-D it reads input rows of one input plane only
+// where each output plane has at most one z tap (a kernel z within the taps' step, such as k = s).
 bool band_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
   const bool route = (family && pl.layout == LayoutPath::ncx_row_buffer) ||
                      (pl.algorithm == Algorithm::dot && pl.layout == LayoutPath::ncx_src_copy);
-  return route && !pl.block_over_batch && pl.ic_blocks == 1 &&
-         pl.axes[0].in == 1 && pl.axes[0].out == 1 && pl.axes[1].in > 1;
+  const Axis& z = pl.axes[0];
+  return route && !pl.block_over_batch && pl.ic_blocks == 1 && z.kernel <= z.tap_k_step && pl.axes[1].in > 1;
 }
 
 namespace {
 
 constexpr int64_t kBandBytes = 256 << 10;  // input rows per band: a quarter of a 1 MiB L2
 constexpr int64_t kBandTasks = 16;         // bands per problem the default height aims at
+
+// Bands of `rows` output rows in the problem: per image and output plane.
+int64_t band_count(const Plan& pl, int64_t rows) {
+  return pl.batch * pl.axes[0].out * ceil_div(pl.axes[1].out, rows);
+}
 
 // Output rows per band of kBandBytes of input rows.
 int64_t rows_in_l2(const Plan& pl) {
@@ -231,7 +238,7 @@ int64_t min_band_rows(const Plan& pl) {
 int64_t default_band_rows(const Plan& pl) {
   const int64_t floor = std::max<int64_t>(1, min_band_rows(pl));
   int64_t rows = std::max(rows_in_l2(pl), floor);
-  while (rows > floor && pl.batch * ceil_div(pl.axes[1].out, rows) < kBandTasks)
+  while (rows > floor && band_count(pl, rows) < kBandTasks)
     rows = std::max((rows + 1) / 2, floor);
   return rows;
 }
@@ -251,13 +258,22 @@ int64_t default_band_rows(const Plan& pl) {
 // fsrcnn_x3 1.07x, espcn_deconv_x3 1.02x; AVX2 1.03x, 1.03x and resnet50_bwd_stem_b16 1.20x; bf16 pairs
 // 0.99x, 1.01x), and lose on batches of small images, where a band would be the whole image and the copy
 // serves every thread (cdcgan_mnist_h2_b64 0.80-0.95, infogan_mnist_up2_b64 0.75-0.93 at 4-24 rows).
+// 3-D layers (bands of one output plane, k = s on z in the suites) gain where an image's source passes
+// 1 MiB, whose copy leaves the caches, and rows are whole 8x8 tiles or 24+ pixels: a band transposes row
+// by row, a ragged tile at each row's end, where the whole copy joins a plane's rows into whole tiles
+// (Zen 4, NCX, 2 threads, in one process against the copy, two passes, docs/data/band3d_*_zen4_2t_p*.jsonl):
+// 1.15x geomean over the 13 rows this takes, 0.99-1.68 (nnunet3d_aniso_up5_half 29.5 -> 21.9 ms,
+// swinunetr_dec1 32.1 -> 25.7, s11 ho15 (dot) 1.68x); rows of 9-21 pixels lost 0.94-0.95 (unet3d_up1,
+// s71 ho40, s23 ho08; s71 ho17, dot, 0.80); below 1 MiB 1.015x over 19, 0.79-1.25 (layers with far more
+// output than input channels gain nothing: s211 ho21, 12 -> 768 channels, 0.79). On the rows it takes, one
+// pass: f16 1.15x on AVX2 (0.98-1.97, 11 rows), bf16 1.00x (0.91-1.13), AVX-512 1.01-1.02x on 2.
 bool band_rows_pay(const Plan& pl) {
   const int64_t rows = default_band_rows(pl);
-  const bool enough = pl.batch * ceil_div(pl.axes[1].out, rows) >= kBandTasks / 2;
-  if (pl.algorithm == Algorithm::dot) {
-    const int64_t image = pl.axes[1].in * pl.axes[2].in * pl.ic_per_group * pl.groups * pl.src_elem_bytes();
-    return image > kBandBytes && enough;
-  }
+  const bool enough = band_count(pl, rows) >= kBandTasks / 2;
+  const Axis* a = pl.axes.data();
+  const int64_t image = a[0].in * a[1].in * a[2].in * pl.ic_per_group * pl.groups * pl.src_elem_bytes();
+  if (a[0].out > 1 && (image <= 4 * kBandBytes || (a[2].in < 24 && a[2].in % 8 != 0))) return false;
+  if (pl.algorithm == Algorithm::dot) return image > kBandBytes && enough;
   return rows_in_l2(pl) >= min_band_rows(pl) && enough;
 }
 

@@ -90,8 +90,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"band_rows", ""},
        "choose_band_rows: NCX row buffers take bands of about 256 KB of input rows (halved toward 16 tasks) "
        "where such a band holds 8 times the input rows it shares with the next and there are 8+ bands; the "
-       "dot family's NCX source copy wherever an image's source exceeds one band and there are 8+ bands; "
-       "otherwise the whole source is transposed first"},
+       "dot family's NCX source copy wherever an image's source exceeds one band and there are 8+ bands; in "
+       "3-D (bands of one output plane, at most one z tap each) only where an image's source passes 1 MiB and "
+       "rows are whole 8x8 tiles or 24+ pixels; otherwise the whole source is transposed first"},
       {{"widen_src", ""},
        "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy) on AVX2 with at most two "
        "output vectors per block and 1024+ FLOPs per source element, on AVX-512 with at most 3 input channels "

@@ -328,7 +328,8 @@ TEST_P(KernelCases, WidenedSource) {
 
 // The NCX source transposed band by band (band_rows) rather than whole: bands of one row and of the whole
 // height, a halo, pads, output rows with no taps (stride above the kernel), groups, batches on oneTBB, a
-// widened 16-bit band. Refused by name for NXC data, 3-D and 1-D rows.
+// widened 16-bit band, 3-D planes. Refused by name for NXC data, 3-D rows with several z taps per output
+// plane, and 1-D rows.
 TEST_P(KernelCases, SourceBands) {
   auto k3 = [&](int64_t ci, int64_t co) {
     return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NCX);
@@ -351,6 +352,14 @@ TEST_P(KernelCases, SourceBands) {
       k3(8, 12).groups(2).input({6, 10}).hints(bands(4)),
   };
   if (dtype() != DType::f32) cases.push_back(k3(9, 17).input({8, 13}).hints(widened));
+  // 3-D: a band is rows of one output plane, reading the one input plane of its z tap (k = s on z, and a
+  // z stride above the kernel, whose planes in between read nothing).
+  auto k3d = [&](int64_t ci, int64_t co, int64_t kz, int64_t sz) {
+    return T().rank(3).channels(ci, co).input({3, 7, 9}).kernel({kz, 3, 3}).stride({sz, 2, 2})
+        .pads({0, 1, 1}, {0, 1, 0}).layout(DataFormat::NCX);
+  };
+  cases.push_back(k3d(13, 20, 2, 2).batch(2).hints(bands(3)));
+  cases.push_back(k3d(6, 9, 1, 3).hints(halo));
   // The dot family's source copy (at most 4 output channels), banded the same way: one-row bands, a halo,
   // batches, rows without taps, bf16 pairs with a lone channel where the CPU has them, channels past a
   // vector.
@@ -366,6 +375,7 @@ TEST_P(KernelCases, SourceBands) {
   cases.push_back(k3(37, 3).batch(2).input({10, 7}).kernel({5, 5}).pads({2, 2}, {1, 1})
                       .hints(dot_bands(3, 1)));
   cases.push_back(k3(33, 4).input({7, 9}).kernel({1, 1}).hints(dot_bands(2, 0)));
+  cases.push_back(k3d(35, 3, 2, 2).hints(dot_bands(2, 1)));
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
     DeconvTester t = cases[i];
@@ -393,9 +403,19 @@ TEST_P(KernelCases, SourceBands) {
   TuningHints only;
   only.band_rows = 2;
   expect_refused(k3(4, 4).input({5, 5}).layout(DataFormat::NXC).hints(only), "band_rows", "bands of NXC data");
+  // 3-D by default where an image's source passes 1 MiB (64 channels of 16 x 32 x 32 do in any type, 8 do
+  // not) and rows are whole tiles or 24+ pixels (not 20).
+  auto band_3d = [&](int64_t c, int64_t x) {
+    return plan_of(T().rank(3).channels(c, 16).input({16, 32, x}).kernel({2, 2, 2}).stride({2, 2, 2})
+                       .layout(DataFormat::NCX).hints(bands(-1))).at("band_rows").get<int>();
+  };
+  EXPECT_GT(band_3d(64, 32), 0);
+  EXPECT_GT(band_3d(64, 26), 0);
+  EXPECT_EQ(band_3d(8, 32), 0);
+  EXPECT_EQ(band_3d(64, 20), 0);
   expect_refused(T().rank(3).channels(3, 3).input({3, 4, 5}).kernel({2, 2, 2}).stride({1, 1, 1})
                      .layout(DataFormat::NCX).hints(bands(2)),
-                 "band_rows", "bands of 3-D rows");
+                 "band_rows", "bands of 3-D rows with two z taps per output plane");
   expect_refused(T().rank(1).channels(8, 16).input({40}).kernel({3}).stride({2}).layout(DataFormat::NCX).hints(bands(2)),
                  "band_rows", "bands of 1-D rows");
 }
