@@ -84,13 +84,15 @@ class DepthwiseXGenerator : public Generator {
   bool reduce() const { return pl_.algorithm == detail::Algorithm::dot_x; }
   int64_t eb() const { return pl_.elem_bytes(); }  // one src or dst element (weights are f32)
   int lanes() const { return pl_.lanes; }
+  // Output x per vector (detail::x_vector_span): all lanes, or the lanes up to a multiple of the stride.
+  int span() const { return static_cast<int>(detail::x_vector_span(pl_)); }
   int64_t stride() const { return pl_.axes[2].stride; }
   int64_t x_taps() const { return pl_.main.wei_k_floats / lanes(); }
   // Pads may be negative: floor division and its non-negative remainder.
   int64_t pad_div() const { return detail::floor_div(pl_.axes[2].pad_begin, stride()); }
   int64_t pad_mod() const { return detail::floor_mod(pl_.axes[2].pad_begin, stride()); }
   // Lanes of the loaded input vector that the permutation reads.
-  int needed_lanes() const { return static_cast<int>((lanes() - 1 + pad_mod()) / stride() + 1); }
+  int needed_lanes() const { return static_cast<int>((span() - 1 + pad_mod()) / stride() + 1); }
   int64_t per_channel_floats() const {
     return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.main.wei_k_floats;
   }
@@ -110,7 +112,7 @@ class DepthwiseXGenerator : public Generator {
 
   // Input lanes that vector u of block b reads at x tap j (relative to the loaded vector).
   Lanes load_lanes(int64_t b, int u, int64_t j) const {
-    const int64_t first = (b * pl_.ur_w + u) * lanes() / stride() + pad_div() - j;
+    const int64_t first = (b * pl_.ur_w + u) * span() / stride() + pad_div() - j;
     const int64_t in = pl_.axes[2].in;
     if (first >= 0 && first + lanes() <= in) return {0, lanes()};
     const int lo = static_cast<int>(std::clamp<int64_t>(-first, 0, lanes()));
@@ -119,15 +121,16 @@ class DepthwiseXGenerator : public Generator {
   }
   // Output lanes whose input lies inside the row, for loaded lanes [lo, hi): lane l reads loaded lane
   // (l + pad mod s) div s (the permutation), inside [lo, hi) exactly for l in [s*lo - pad mod s,
-  // s*hi - pad mod s). Contiguous, so the same Lanes (and AVX2 mask table) describe it.
+  // s*hi - pad mod s). Contiguous, so the same Lanes (and AVX2 mask table) describe it. Lanes past the
+  // span are never stored: they count as outside.
   Lanes in_row_lanes(const Lanes& l) const {
     const int64_t s = stride(), m = pad_mod();
-    return {static_cast<int>(std::clamp<int64_t>(s * l.lo - m, 0, lanes())),
-            static_cast<int>(std::clamp<int64_t>(s * l.hi - m, 0, lanes()))};
+    return {static_cast<int>(std::clamp<int64_t>(s * l.lo - m, 0, span())),
+            static_cast<int>(std::clamp<int64_t>(s * l.hi - m, 0, span()))};
   }
   Lanes store_lanes(int64_t b, int u) const {
-    const int64_t x0 = (b * pl_.ur_w + u) * lanes();
-    return {0, static_cast<int>(std::clamp<int64_t>(pl_.axes[2].out - x0, 0, lanes()))};
+    const int64_t x0 = (b * pl_.ur_w + u) * span();
+    return {0, static_cast<int>(std::clamp<int64_t>(pl_.axes[2].out - x0, 0, span()))};
   }
 
   void emit_function(int cb);
@@ -137,11 +140,12 @@ class DepthwiseXGenerator : public Generator {
   void emit_store(int64_t b, int vectors);
   void emit_store_as(int64_t b, int vectors, bool nt);
   void set_opmask(const Lanes& l, const Opmask& k);
-  // Lanes of x tap j whose kernel x, (l + pad) mod s + s*j, lies inside the kernel.
+  // Lanes of x tap j whose kernel x, (l + pad) mod s + s*j, lies inside the kernel; lanes past the span
+  // count as live (never stored, so nothing to mask).
   uint32_t live_lanes(int64_t j) const {
     uint32_t bits = 0;
     for (int l = 0; l < lanes(); ++l)
-      if (detail::depthwise_x_kernel_x(pl_.axes[2], l, j) < pl_.axes[2].kernel) bits |= 1u << l;
+      if (l >= span() || detail::depthwise_x_kernel_x(pl_.axes[2], l, j) < pl_.axes[2].kernel) bits |= 1u << l;
     return bits;
   }
   int mask_index(const Lanes& l);
@@ -174,16 +178,16 @@ void DepthwiseXGenerator::emit_function(int cb) {
 
 void DepthwiseXGenerator::emit_piece(const Piece& pc) {
   mov(r_xs, r_src);
-  add_imm(r_xs, pc.first * pl_.ur_w * lanes() / stride() * eb(), r_tmp);
+  add_imm(r_xs, pc.first * pl_.ur_w * span() / stride() * eb(), r_tmp);
   mov(r_xd, r_dst);
-  add_imm(r_xd, pc.first * pl_.ur_w * lanes() * eb(), r_tmp);
+  add_imm(r_xd, pc.first * pl_.ur_w * span() * eb(), r_tmp);
   if (!pc.loop) return emit_block(pc.first, pc.vectors);
   Label l_piece;
   mov(r_loop, pc.count);
   L(l_piece);
   emit_block(pc.first, pc.vectors);  // every block of a loop piece has the masks of the first: none
-  add_imm(r_xs, int64_t{pl_.ur_w} * lanes() / stride() * eb(), r_tmp);
-  add_imm(r_xd, int64_t{pl_.ur_w} * lanes() * eb(), r_tmp);
+  add_imm(r_xs, int64_t{pl_.ur_w} * span() / stride() * eb(), r_tmp);
+  add_imm(r_xd, int64_t{pl_.ur_w} * span() * eb(), r_tmp);
   dec(r_loop);
   jnz(l_piece, T_NEAR);
 }
@@ -248,9 +252,9 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
   // dot_x walks hundreds of input channel rows per block, a short piece of each: more streams than the
   // hardware prefetchers follow. So each channel's piece for the next block is asked for one block ahead.
   if (reduce() && j == 0) {
-    const int64_t span = int64_t{pl_.ur_w} * lanes() / stride() * eb();
-    const int64_t first = (int64_t{pl_.ur_w} * lanes() / stride() + pad_div()) * eb();
-    for (int64_t at = 0; at < span + 64; at += 64) prefetcht0(ptr[r_sy + first + at]);
+    const int64_t bytes = int64_t{pl_.ur_w} * span() / stride() * eb();
+    const int64_t first = (int64_t{pl_.ur_w} * span() / stride() + pad_div()) * eb();
+    for (int64_t at = 0; at < bytes + 64; at += 64) prefetcht0(ptr[r_sy + first + at]);
   }
   for (int c = 0; c < cb_; ++c)
     vmovups(wvec(c), ptr[r_wy + (c * per_channel_floats() + j * lanes()) * kFloat]);
@@ -273,13 +277,13 @@ void DepthwiseXGenerator::emit_tap(int64_t b, int vectors, int64_t j) {
     // AVX-512 leaves those accumulator lanes alone (merge-masked FMA), AVX2 zeroes the weight there.
     // Only such edge vectors pay; a full load has every output lane inside the row.
     const Lanes in_row = in_row_lanes(l);
-    const bool edge = !(in_row.lo == 0 && in_row.hi == lanes());
+    const bool edge = !(in_row.lo == 0 && in_row.hi == span());
     if (!full && zmm()) set_opmask(l, k1);
     if (edge && zmm()) set_opmask(in_row, k2);
     if (!full && !zmm()) vmovups(ymask(), ptr[rip + l_masks_ + mask_index(l) * 32]);
     for (int c = 0; c < cb_; ++c, ++n) {
       const bool load = !reduce() || c == 0;
-      const int64_t ofs = ((reduce() ? 0 : c * pl_.src_c) + u * lanes() / stride() + pad_div() - j) * eb();
+      const int64_t ofs = ((reduce() ? 0 : c * pl_.src_c) + u * span() / stride() + pad_div() - j) * eb();
       const Address a = ptr[r_sy + ofs];
       const int tn = reduce() ? n_u : n;
       const Xmm t = temp(tn);
@@ -341,7 +345,7 @@ void DepthwiseXGenerator::emit_store_as(int64_t b, int vectors, bool nt) {
     const bool full = l.hi == lanes();
     if (!full && zmm()) set_opmask(l, k1);
     for (int c = 0; c < cb_; ++c) {
-      const Address a = ptr[r_xd + (c * pl_.dst_c + u * lanes()) * eb()];
+      const Address a = ptr[r_xd + (c * pl_.dst_c + u * span()) * eb()];
       if (io16()) {
         if (full)
           store_io(a, acc(c, u), temp(0));
@@ -389,14 +393,15 @@ void DepthwiseXGenerator::emit_tables() {
 
 // Blocks that need no mask at any tap, and are full, run as loops; the others are emitted one by one.
 std::vector<Piece> make_pieces(const Plan& pl) {
-  const int64_t lanes = pl.lanes, s = pl.axes[2].stride, in = pl.axes[2].in, out = pl.axes[2].out;
-  const int64_t row_vectors = (out + lanes - 1) / lanes, u = pl.ur_w;
+  const int64_t lanes = pl.lanes, span = detail::x_vector_span(pl), s = pl.axes[2].stride;
+  const int64_t in = pl.axes[2].in, out = pl.axes[2].out;
+  const int64_t row_vectors = (out + span - 1) / span, u = pl.ur_w;
   const int64_t blocks = (row_vectors + u - 1) / u;
   const int64_t taps = pl.main.wei_k_floats / lanes, pad_div = detail::floor_div(pl.axes[2].pad_begin, s);
   auto clean = [&](int64_t b) {
-    if ((b + 1) * u > row_vectors || (b + 1) * u * lanes > out) return false;
-    const int64_t lo = b * u * lanes / s + pad_div - (taps - 1);
-    const int64_t hi = ((b + 1) * u - 1) * lanes / s + pad_div + lanes;
+    if ((b + 1) * u > row_vectors || (b + 1) * u * span > out) return false;
+    const int64_t lo = b * u * span / s + pad_div - (taps - 1);
+    const int64_t hi = ((b + 1) * u - 1) * span / s + pad_div + lanes;
     return lo >= 0 && hi <= in;
   };
   std::vector<Piece> pieces;

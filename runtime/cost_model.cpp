@@ -124,7 +124,8 @@ Estimate depthwise_x_family(const Plan& pl) {
   // Every lane of a tap's vector does an FMA; lanes whose weight is structurally zero waste theirs.
   const double taps = static_cast<double>(ceil_div(x.kernel, x.stride));
   e.efficiency = (static_cast<double>(x.kernel) / x.stride) / taps *
-                 row_efficiency(ceil_div(x.out, pl.lanes), pl.ur_w, pl.oc_vectors) * 0.5;  // + permutes
+                 row_efficiency(ceil_div(x.out, x_vector_span(pl)), pl.ur_w, pl.oc_vectors) * 0.5 *  // + permutes
+                 static_cast<double>(x_vector_span(pl)) / pl.lanes;
   e.tasks = pl.batch * pl.axes[0].out * pl.axes[1].out * pl.oc_blocks;
   e.calls = static_cast<double>(e.tasks) * 2;
   return e;

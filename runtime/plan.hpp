@@ -259,6 +259,12 @@ bool ymm_fills_better(const Plan& zmm, const Plan& ymm);
 // Every choice of a finished plan as hints that make it again (runtime/plan_print.cpp).
 TuningHints plan_choices(const Plan& pl);
 
+// The x-vector families (depthwise_x, dot_x, and the row of each vector): output x per vector. Vectors start
+// at multiples of it, so each lane keeps one x phase: every lane where the x stride divides the lane count,
+// else the lanes up to the largest multiple of the stride (stride 3 on 16 lanes: 15, on 8: 6); the lanes
+// past it are computed and never stored.
+inline int64_t x_vector_span(const Plan& pl) { return pl.lanes - pl.lanes % pl.axes[2].stride; }
+
 // depthwise_x: the kernel x that lane `lane` of x tap `tap` sees, for vectors starting at a multiple of
 // the lane count (see runtime/plan_depthwise_x.cpp); at or past the kernel size the lane has no term.
 inline int64_t depthwise_x_kernel_x(const Axis& x, int64_t lane, int64_t tap) {
@@ -339,6 +345,10 @@ bool oc_inner_pays(const Plan& pl);
 extern const char* const kWidenSrcNeeds;
 extern const char* const kBandRowsNeeds;
 bool depthwise_x_applies(const Problem& p, Isa isa);
+// The x stride divides the lanes: every lane of an x vector holds an output (x_vector_span). Where not, the
+// default takes dot_x and one-channel layers elsewhere, and on AVX2 depthwise through plane tiles where
+// they apply.
+bool x_vectors_whole(const Problem& p, Isa isa);
 // The plane-tile route (runtime/plan_plane_tiles.cpp): where it applies, and the tile (channels_per_call,
 // and oc_vectors cut to divide the channel vectors).
 bool plane_tiles_applies(const Problem& p, Isa isa);

@@ -1,7 +1,8 @@
 // Planning for the x-vector families: depthwise_x (depthwise on NCX data with the vector along output x)
 // and dot_x (1-4 output channels, the same lane algebra with a reduction over input channels).
 //
-// Output lane l of a vector starting at x0 (a multiple of the lane count, hence of the stride s) has
+// Output lane l of a vector starting at x0 (a multiple of the span, x_vector_span: the lane count or the
+// largest multiple of the stride s in it, hence a multiple of s) has
 // phase r_l = (l + pad) mod s and sees kernel x = r_l + s*j at input x0/s + (l + pad) div s - j, for
 // j = 0 .. ceil(Kx/s) - 1 (floor division: pads may be negative). So for each j one input vector,
 // permuted by the fixed index (l + pad) div s - pad div s, times a per-lane weight vector covers every
@@ -56,7 +57,8 @@ namespace {
 // The lane algebra's conditions, shared by depthwise_x and dot_x. Channel planes are addressed with 32-bit
 // displacements, up to 4 channels per register block (a depthwise_x hint asking for more is checked in
 // plan_depthwise_x). Blocks that need masks are unrolled, and there are about as many as x taps per
-// output: bounded so the code stays small.
+// output: bounded so the code stays small. Any x stride up to the lanes: where it does not divide them, each
+// vector holds the largest multiple of it (x_vector_span) and stores through a mask.
 bool x_vectors_fit(const Problem& p, Isa isa) {
   const int64_t s = p.stride.back();
   int64_t in_sp = 1, out_sp = 1;
@@ -64,10 +66,22 @@ bool x_vectors_fit(const Problem& p, Isa isa) {
   for (int64_t v : p.out) out_sp *= v;
   const bool small_planes = std::max(in_sp, out_sp) * 4 * 4 < (int64_t{1} << 31);
   const int64_t x_taps = (p.kernel.back() + s - 1) / s;
-  return p.dilation.back() == 1 && vector_lanes(isa) % s == 0 && small_planes && x_taps <= 16;
+  return p.dilation.back() == 1 && s <= vector_lanes(isa) && small_planes && x_taps <= 16;
 }
 
 }  // namespace
+
+// Idle lanes (stride 3 or 5: 6 or 5 of AVX2's 8, 15 of AVX-512's 16) cost depthwise far less than the
+// route it had before, whole-tensor copies or a row buffer, whose transposes outweigh its few FMAs (Zen 4,
+// NCX, 2 threads, every suite and holdout layer that moved, against the old default's plan by its choices,
+// two passes, docs/data/x_span_default_vs_old_*): f32 AVX2 2.05x over 7 (1.71-2.44; s223 ho41 1-D
+// stride 5 2.4x), AVX-512 1.72x over 10 (0.81-2.57), bf16 1.52x / 1.81x, f16 2.10x / 1.94x (0.90-3.22; the
+// lows are a 7x7 input, s97 ho31, at 5-8 us). Plane tiles beat it where they applied on AVX2 (16-bit
+// s23 ho01 0.52-0.67x, s97 ho31 0.62-0.69x): plane_tiles_preferred keeps them there. dot_x with idle lanes
+// was mixed against the dot family's source copy (docs/data/x_span_forced_dot_x_*: 0.42-1.99, fsrcnn_x3
+// 0.45x on AVX2 and 0.71x on AVX-512, s223 ho26 1.2x / 1.8x), so its default keeps whole vectors, as does
+// one_channel_native (no such layer measured).
+bool x_vectors_whole(const Problem& p, Isa isa) { return vector_lanes(isa) % p.stride.back() == 0; }
 
 // NCX data, or one channel in and out (either layout: the same bytes).
 bool depthwise_x_applies(const Problem& p, Isa isa) {
@@ -123,7 +137,7 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   const bool no_permute = p.stride.back() == 1 && per_output <= 9;
   return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || no_permute) &&
-         (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) &&
+         (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) && x_vectors_whole(p, isa) &&
          !(gemm_x_preferred(p) && gemm_x_applies(p, isa)) && !dot_copy_repays_on_avx2(p, isa, taps);
 }
 
@@ -163,7 +177,7 @@ void plan_dot_x(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.oc_vectors = oc;
   // Enough accumulators to hide the FMA latency, within the row and the register file: a narrow row (a
   // 28-pixel output is two vectors) takes several sets of them, each summing every k-th input channel.
-  const int64_t row_vectors = ceil_div(pl.axes[2].out, pl.lanes);
+  const int64_t row_vectors = ceil_div(pl.axes[2].out, x_vector_span(pl));
   const int chains = pl.isa == Isa::avx512_core ? 12 : 8;
   int u = static_cast<int>(std::min<int64_t>(row_vectors, ceil_div(chains, oc)));
   while (u > 1 && !tile_fits(pl.isa, u, oc)) --u;
@@ -219,7 +233,7 @@ void plan_depthwise_x(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.ic_unroll = 1;
   pl.x_split = 1;
 
-  choose_tile(pl, p, h, ceil_div(ax.out, pl.lanes));
+  choose_tile(pl, p, h, ceil_div(ax.out, x_vector_span(pl)));
 
   // Calls: one output row of channels_per_call channels (a multiple of the register block's channels).
   const int64_t rows = pl.batch * az.out * ay.out;

@@ -191,7 +191,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     check_hint(h.algorithm != "depthwise_x" && h.algorithm != "gemm_x" && h.algorithm != "dot_x" &&
                    h.algorithm != "col_x",
                "algorithms depthwise_x, gemm_x, dot_x and col_x are for NCX data (depthwise_x also for one "
-               "channel each way, with x dilation 1 and an x stride dividing the vector lanes)");
+               "channel each way, with x dilation 1 and an x stride up to the vector lanes)");
     return LayoutPath::nxc;
   }
   if (h.layout == "nxc") {
@@ -221,7 +221,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     return LayoutPath::ncx_native;
   }
   check_hint(h.algorithm != "dot_x", "algorithm dot_x needs NCX data, G=1, at most 4 output channels, "
-                                     "x dilation 1 and an x stride dividing the vector lanes");
+                                     "x dilation 1 and an x stride up to the vector lanes");
   if (family == Algorithm::dot && !native_gemm) {
     check_hint(h.layout.empty() || h.layout == "src_copy", "the dot family writes NCX directly "
                                                            "(layout src_copy)");
@@ -251,7 +251,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
                                       "on every axis with no pads, dilation or output padding, and "
                                       "stride 1 or 2 on x");
   check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "
-                                           "group, x dilation 1 and an x stride dividing the vector "
+                                           "group, x dilation 1 and an x stride up to the vector "
                                            "lanes");
   // Depthwise does so little arithmetic per output that per-task flushes of small row buffers cost more
   // than one streaming transpose of the whole output (measured 0.129 vs 0.194 ms on dla_up_dw256) while
@@ -310,7 +310,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
 bool one_channel_native(const Problem& p, Isa isa, const Axis& x, const TuningHints& h) {
   const bool gemm_fills = gemm_applies(p, x) && gemm_aligned(x) && x.stride % vector_lanes(isa) == 0;
   return p.groups == 1 && depthwise_applies(p) && family_neutral(h) && depthwise_x_applies(p, isa) &&
-         !gemm_fills;
+         x_vectors_whole(p, isa) && !gemm_fills;
 }
 
 }  // namespace deconvjit::detail

@@ -78,7 +78,7 @@ int64_t block_extent(const Plan& pl) {
   switch (pl.algorithm) {
     case Algorithm::gemm_x: return pl.flat_plane ? ceil_div(y.in * x.in, pl.lanes) : ceil_div(x.in, pl.lanes);
     case Algorithm::depthwise_x:
-    case Algorithm::dot_x: return ceil_div(x.out, pl.lanes);
+    case Algorithm::dot_x: return ceil_div(x.out, x_vector_span(pl));
     case Algorithm::col_x:  // (batch_block: the images of a tile; the planner wants them to divide the batch)
       return pl.block_over_batch ? std::min<int64_t>(4, pl.batch) : ceil_div(x.in, pl.lanes);
     default: return pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);

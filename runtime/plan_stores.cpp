@@ -20,7 +20,7 @@ bool nt_stores_possible(const Plan& pl) {
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
   if (x_vector_family(pl.algorithm))
     return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
-           pl.axes[2].out % pl.lanes == 0;
+           pl.axes[2].out % pl.lanes == 0 && x_vector_span(pl) == pl.lanes;
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
                       pl.algorithm == Algorithm::depthwise;
   // A vector is a line for f32 zmm, half of one for f32 ymm and 16-bit zmm (16-bit ymm stores are not

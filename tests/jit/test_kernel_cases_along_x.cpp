@@ -157,9 +157,10 @@ TEST_P(KernelCases, ColX) {
 
 // ---- depthwise_x ----------------------------------------------------------------------------------------
 
-// NCX depthwise with the vector along x: every stride that divides the lanes (and one that does not, which
-// must fall back), kernels shorter and much longer than the stride, negative and large pads, rows of many
-// vectors (the unmasked loop), channel counts that leave a remainder block, batches, 1D and 3D.
+// NCX depthwise with the vector along x: strides up to the lanes (stride 3 leaves lanes idle: see
+// AlongXWithIdleLanes; 16 on AVX2 is past them and falls back), kernels shorter and much longer than the
+// stride, negative and large pads, rows of many vectors (the unmasked loop), channel counts that leave a
+// remainder block, batches, 1D and 3D.
 TEST_P(KernelCases, DepthwiseAlongX) {
   const int64_t lanes = isa() == Isa::avx512_core ? 16 : 8;
   auto dw = [&](int64_t c) { return T().groups(c).channels(c, c).layout(DataFormat::NCX); };
@@ -167,7 +168,7 @@ TEST_P(KernelCases, DepthwiseAlongX) {
     SCOPED_TRACE("stride " + std::to_string(s));
     DeconvTester t = dw(5).input({3, 9}).kernel({3, 2 * s + 1}).stride({2, s}).pads({1, s / 2}, {0, s});
     t.Test();
-    EXPECT_EQ(plan_of(t).at("algorithm"), lanes % s == 0 ? "depthwise_x" : "depthwise");
+    EXPECT_EQ(plan_of(t).at("algorithm"), s <= lanes ? "depthwise_x" : "depthwise");
   }
   struct Case { int64_t c, n; V in, k, s, pb, pe; };
   const Case cases[] = {
@@ -203,6 +204,46 @@ TEST_P(KernelCases, DepthwiseAlongX) {
   DeconvTester dilated = dw(5).input({4, 6}).kernel({3, 3}).stride({2, 2}).dilation({1, 2});
   dilated.Test();
   EXPECT_EQ(plan_of(dilated).at("algorithm"), "depthwise");
+}
+
+// Strides that do not divide the lanes: each vector holds the largest multiple of the stride (x_vector_span;
+// stride 3 on 8 lanes: 6 outputs), the lanes past it idle. Kernels shorter and longer than the stride,
+// negative pads and pads past the kernel, rows of one vector and of many (the unmasked loop), a channel
+// remainder block, batches, 1-D and 3-D; dot_x alike; a tapless output next to an infinite input stays
+// zero. A stride above the lanes is refused by name.
+TEST_P(KernelCases, AlongXWithIdleLanes) {
+  const int64_t lanes = isa() == Isa::avx512_core ? 16 : 8;
+  TuningHints dwx, dotx;
+  dwx.algorithm = "depthwise_x";
+  dotx.algorithm = "dot_x";
+  auto dw = [&](int64_t c) { return T().groups(c).channels(c, c).layout(DataFormat::NCX).hints(dwx); };
+  std::vector<int64_t> strides = {3, 5, 6, 7};
+  if (lanes == 16) strides.insert(strides.end(), {9, 10, 12, 15});
+  for (int64_t s : strides) {
+    SCOPED_TRACE("stride " + std::to_string(s));
+    const std::vector<DeconvTester> cases = {
+        dw(5).input({3, 9}).kernel({3, 2 * s + 1}).stride({2, s}).pads({1, s / 2}, {0, s}),
+        dw(3).batch(2).input({2, 70}).kernel({2, s - 1}).stride({1, s}),              // shorter than the stride
+        dw(17).input({2, 40}).kernel({1, 2 * s}).stride({1, s}).pads({0, -2}, {0, 1}),  // negative pad
+        dw(4).rank(1).input({33}).kernel({3 * s}).stride({s}).pads({s + 1}, {2}),     // pads past a tap
+        dw(6).rank(3).input({2, 3, 11}).kernel({2, 2, s + 2}).stride({2, 1, s}).pads({0, 1, 1}, {1, 0, 0}),
+        T().channels(9, 3).input({4, 23}).kernel({3, s + 1}).stride({2, s}).pads({1, 1}, {0, 2})
+            .layout(DataFormat::NCX).hints(dotx),
+        T().rank(1).channels(5, 1).input({90}).kernel({2 * s}).stride({s}).pads({s / 2}, {s / 2})
+            .layout(DataFormat::NCX).hints(dotx),
+    };
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE("case " + std::to_string(i));
+      DeconvTester t = cases[i];
+      t.Test();
+      EXPECT_EQ(plan_of(t).at("algorithm"), i < 5 ? "depthwise_x" : "dot_x");
+    }
+  }
+  // Tapless outputs (kernel 2 at stride 3) next to an infinite input stay exactly zero.
+  dw(16).input({1, 20}).kernel({1, 2}).stride({1, 3})
+      .edit([](verify::TypedOperands& o) { o.src.set(3 * 20 + 7, std::numeric_limits<double>::infinity()); })
+      .Test();
+  expect_refused(dw(4).input({3, 9}).kernel({3, 3}).stride({2, lanes + 1}), "depthwise_x", "an x stride up to");
 }
 
 // A kernel shorter than the stride leaves outputs with no term at all: they must be exactly zero even
