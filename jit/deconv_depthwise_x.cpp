@@ -25,7 +25,8 @@ constexpr int kFloat = 4;
 
 
 // A lane range [lo, hi) of a vector that is real (loads: inside the input row; stores: inside the output
-// row). lo == 0 && hi == lanes is a plain access; lo >= hi means nothing to do.
+// row). lo == 0 && hi == lanes is a plain access (a store: hi == span, masked where the span is short of
+// the lanes); lo >= hi means nothing to do.
 struct Lanes {
   int lo = 0, hi = 0;
   bool operator==(const Lanes& o) const { return lo == o.lo && hi == o.hi; }
@@ -185,7 +186,8 @@ void DepthwiseXGenerator::emit_piece(const Piece& pc) {
   Label l_piece;
   mov(r_loop, pc.count);
   L(l_piece);
-  emit_block(pc.first, pc.vectors);  // every block of a loop piece has the masks of the first: none
+  emit_block(pc.first, pc.vectors);  // every block of a loop piece has the masks of the first (none but
+                                     // the span's store mask)
   add_imm(r_xs, int64_t{pl_.ur_w} * span() / stride() * eb(), r_tmp);
   add_imm(r_xd, int64_t{pl_.ur_w} * span() * eb(), r_tmp);
   dec(r_loop);

@@ -456,13 +456,13 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
     const AxisTaps& tz = k.schedule.z[oz];
     const int64_t iz = tz.count ? tz.i0 : 0;  // no z tap: the rows store zeros and read nothing
     int64_t lo = a[1].in, hi = -1;  // the input rows the band's taps read
-    for (int64_t oy = oy0; oy < oy1; ++oy) {
+    for (int64_t oy = oy0; oy < oy1 && tz.count; ++oy) {
       const AxisTaps& ty = k.schedule.y[oy];
       if (ty.count == 0) continue;
       lo = std::min(lo, ty.i0 - (ty.count - 1) * a[1].tap_i_step);
       hi = std::max(hi, ty.i0);
     }
-    if (hi < lo) lo = hi = 0;  // no y taps either
+    if (hi < lo) lo = hi = 0;  // no taps: one row, transposed and not read
     S* band = row_scratch<S, 1>(static_cast<size_t>((hi - lo + 1) * row));
     for (int64_t iy = lo; iy <= hi; ++iy) {
       S* r = band + (iy - lo) * row;

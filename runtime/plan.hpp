@@ -181,8 +181,9 @@ struct Plan {
   // 16-bit data, row families without pairs: the kernel reads a copy of the source widened to f32
   // (TuningHints::widen_src); its strides count f32 elements, the output keeps the data type.
   bool widen_src = false;
-  // ncx_row_buffer, 2-D: output rows per band (TuningHints::band_rows); a task transposes the input rows
-  // its band reads into a thread-local NXC band laid out like the whole-source copy (0: that copy).
+  // ncx_row_buffer (and the dot family's source copy), 2-D or 3-D with one z tap per output plane: output
+  // rows per band of one output plane (TuningHints::band_rows); a task transposes the input rows its band
+  // reads into a thread-local NXC band laid out like the whole-source copy (0: that copy).
   int64_t band_rows = 0;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real channels of the last input-channel vector (0 = all; with
@@ -266,7 +267,7 @@ TuningHints plan_choices(const Plan& pl);
 inline int64_t x_vector_span(const Plan& pl) { return pl.lanes - pl.lanes % pl.axes[2].stride; }
 
 // depthwise_x: the kernel x that lane `lane` of x tap `tap` sees, for vectors starting at a multiple of
-// the lane count (see runtime/plan_depthwise_x.cpp); at or past the kernel size the lane has no term.
+// x_vector_span (see runtime/plan_depthwise_x.cpp); at or past the kernel size the lane has no term.
 inline int64_t depthwise_x_kernel_x(const Axis& x, int64_t lane, int64_t tap) {
   return (lane + floor_mod(x.pad_begin, x.stride)) % x.stride + x.stride * tap;
 }

@@ -271,8 +271,9 @@ bool band_rows_pay(const Plan& pl) {
   const int64_t rows = default_band_rows(pl);
   const bool enough = band_count(pl, rows) >= kBandTasks / 2;
   const Axis* a = pl.axes.data();
-  const int64_t image = a[0].in * a[1].in * a[2].in * pl.ic_per_group * pl.groups * pl.src_elem_bytes();
-  if (a[0].out > 1 && (image <= 4 * kBandBytes || (a[2].in < 24 && a[2].in % 8 != 0))) return false;
+  const int64_t x = a[2].in - pl.halo_left - pl.halo_right;  // the pixels a band transposes per row
+  const int64_t image = a[0].in * a[1].in * x * pl.ic_per_group * pl.groups * pl.src_elem_bytes();
+  if (a[0].out > 1 && (image <= 4 * kBandBytes || (x < 24 && x % 8 != 0))) return false;
   if (pl.algorithm == Algorithm::dot) return image > kBandBytes && enough;
   return rows_in_l2(pl) >= min_band_rows(pl) && enough;
 }

@@ -48,8 +48,9 @@ bool plane_tiles_applies(const Problem& p, Isa isa) {
 // 1-4 taps on rows of 32+ pixels 0.52-0.99 (AVX2: ho36 1.29 missed), AVX-512 f32 0.58-0.90 but
 // efficientnetb0_bwd_dw144_b16 (56-pixel rows) 1.14, 16-bit at 1-2 taps 0.56-1.03. Where depthwise_x cannot
 // run, against the whole-tensor copies or row buffer (docs/data/plane_tiles_vs_default_*): 1.16-2.16 (ho31,
-// stride 3 on AVX-512; 1-D stride 16 on AVX2). Taps per output: the product of ceil(kernel / stride). On
-// AVX2 also where depthwise_x would leave lanes idle (an x stride not dividing 8; see x_vectors_whole).
+// stride 3 on AVX-512, which depthwise_x now takes with 15 of 16 lanes: 6 against 7 us, three runs of one
+// process; 1-D stride 16 on AVX2). Taps per output: the product of ceil(kernel / stride). On AVX2 also
+// where depthwise_x would leave lanes idle (an x stride not dividing 8; see x_vectors_whole).
 bool plane_tiles_preferred(const Problem& p, Isa isa) {
   if (!plane_tiles_applies(p, isa)) return false;
   if (!depthwise_x_applies(p, isa) || (isa == Isa::avx2 && !x_vectors_whole(p, isa))) return true;

@@ -244,6 +244,14 @@ TEST_P(KernelCases, AlongXWithIdleLanes) {
       .edit([](verify::TypedOperands& o) { o.src.set(3 * 20 + 7, std::numeric_limits<double>::infinity()); })
       .Test();
   expect_refused(dw(4).input({3, 9}).kernel({3, 3}).stride({2, lanes + 1}), "depthwise_x", "an x stride up to");
+  // By default only depthwise takes idle lanes (x_vectors_whole): the dot family's layers never dot_x, and a
+  // one-channel layer the NXC family on the caller's tensors.
+  const DeconvTester few = T().channels(9, 3).input({4, 64}).kernel({3, 4}).stride({2, 3}).layout(DataFormat::NCX);
+  few.Test();
+  EXPECT_NE(plan_of(few).at("algorithm"), "dot_x");
+  const DeconvTester one = T().channels(1, 1).input({20, 30}).kernel({3, 3}).stride({3, 3}).layout(DataFormat::NCX);
+  one.Test();
+  EXPECT_EQ(plan_of(one).at("layout"), "nxc");
 }
 
 // A kernel shorter than the stride leaves outputs with no term at all: they must be exactly zero even

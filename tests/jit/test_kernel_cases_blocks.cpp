@@ -359,7 +359,7 @@ TEST_P(KernelCases, SourceBands) {
         .pads({0, 1, 1}, {0, 1, 0}).layout(DataFormat::NCX);
   };
   cases.push_back(k3d(13, 20, 2, 2).batch(2).hints(bands(3)));
-  cases.push_back(k3d(6, 9, 1, 3).hints(halo));
+  cases.push_back(k3d(6, 9, 1, 3).batch(2).hints(halo));
   // The dot family's source copy (at most 4 output channels), banded the same way: one-row bands, a halo,
   // batches, rows without taps, bf16 pairs with a lone channel where the CPU has them, channels past a
   // vector.
@@ -413,6 +413,14 @@ TEST_P(KernelCases, SourceBands) {
   EXPECT_GT(band_3d(64, 26), 0);
   EXPECT_EQ(band_3d(8, 32), 0);
   EXPECT_EQ(band_3d(64, 20), 0);
+  // The row width is the source's, without the halo: rows of 16 pixels (whole tiles) with a halo band.
+  TuningHints halo_3d = bands(-1);
+  halo_3d.x_halo = 1;
+  const nlohmann::json haloed = plan_of(T().rank(3).channels(128, 16).input({16, 32, 16}).kernel({2, 2, 4})
+                                            .stride({2, 2, 2}).pads({0, 0, 1}, {0, 0, 1})
+                                            .layout(DataFormat::NCX).hints(halo_3d));
+  ASSERT_GT(haloed.at("halo").at(0).get<int>() + haloed.at("halo").at(1).get<int>(), 0);
+  EXPECT_GT(haloed.at("band_rows").get<int>(), 0);
   expect_refused(T().rank(3).channels(3, 3).input({3, 4, 5}).kernel({2, 2, 2}).stride({1, 1, 1})
                      .layout(DataFormat::NCX).hints(bands(2)),
                  "band_rows", "bands of 3-D rows with two z taps per output plane");

@@ -396,7 +396,8 @@ TEST(PlanHints, HonouredOrRejected) {
     if (h.weight_regs) EXPECT_EQ(pl.weight_regs, h.weight_regs);
     if (h.ic_unroll && pl.algorithm != Algorithm::dot) EXPECT_EQ(pl.ic_unroll, h.ic_unroll);
   }
-  EXPECT_GT(accepted, 30);  // both outcomes occur
+  EXPECT_GT(accepted, 30);  // both outcomes occur (50 of 600 since depthwise_x, which refuses most of these
+                            // hints, takes any x stride up to the lanes)
   EXPECT_GT(rejected, 50);
 }
 
