@@ -36,7 +36,8 @@ RowGeometry geometry(const Plan& pl) {
   g.block_floats_main = taps * pl.main.wei_k_floats;
   g.group_floats = pl.packed_weights_floats() / pl.groups;
   g.images = pl.block_over_batch ? 1 : pl.batch;
-  g.ob_calls = pl.oc_blocks / pl.oc_loop;
+  // (a row buffer of whole pixels: one task runs every block of its part, run_task_at)
+  g.ob_calls = pl.row_buffer_whole_pixels() ? 1 : pl.oc_blocks / pl.oc_loop;
   return g;
 }
 
@@ -72,38 +73,43 @@ Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t)
   return k;
 }
 
-// Row buffer [image][x - x0][channel] -> NCX rows: each channel's run of x is written contiguously.
+// Row buffer [image][x - x0][channel] -> NCX rows: each channel's run of x is written contiguously. With
+// whole pixels (gemm) a folded pixel is fold_stride output pixels of every channel.
 template <typename T>
 void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const RowPart& part, const T* buf,
                       T* dst) {
   const auto& a = pl.axes;
-  const int64_t out_sp = a[0].out * a[1].out * a[2].out;
-  const int64_t oc0 = t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
-  const int64_t channels = std::min<int64_t>(pl.dst_x, (t.g + 1) * pl.oc_per_group - oc0);
-  const int64_t row = (t.oz * a[1].out + t.oy) * a[2].out + part.x0;
+  const int64_t s = pl.fold_stride, out_x = pl.row_outputs(), out_sp = a[0].out * a[1].out * out_x;
+  const bool whole = pl.row_buffer_whole_pixels();
+  const int64_t group = pl.oc_per_group / s;  // the group's output channels
+  const int64_t oc0 = whole ? t.g * group : t.g * pl.oc_per_group + t.ob * pl.main.vectors * pl.lanes;
+  const int64_t pixel = pl.dst_x / s;  // buffer elements per output pixel
+  const int64_t channels = whole ? group : std::min<int64_t>(pl.dst_x, (t.g + 1) * pl.oc_per_group - oc0);
+  const int64_t row = (t.oz * a[1].out + t.oy) * out_x + part.x0 * s;
+  const int64_t width = std::min(part.x1 * s, out_x) - part.x0 * s;
   const int64_t n_begin = pl.block_over_batch ? 0 : t.n;
   const int64_t n_end = pl.block_over_batch ? pl.batch : t.n + 1;
   for (int64_t n = n_begin; n < n_end; ++n) {
     const T* from = buf + (n - n_begin) * pl.dst_n;
     T* to = dst + (n * p.c_out + oc0) * out_sp + row;
     if (flush_in_tiles(pl))
-      transpose_block_avx512(from, pl.dst_x, to, out_sp, part.x1 - part.x0, channels, pl.nt_stores);
+      transpose_block_avx512(from, pixel, to, out_sp, width, channels, pl.nt_stores);
     else
-      transpose_block(from, pl.dst_x, to, out_sp, part.x1 - part.x0, channels);
+      transpose_block(from, pixel, to, out_sp, width, channels);
   }
 }
 
+// One channel block's calls over a task's row part, into `dst_row` (the row's start in dst or in the row
+// buffer, at the block's channels).
 // T: the data type's storage (float, or uint16_t for bf16 and f16); the kernels convert. S: the source
 // the kernel reads (T, or float when the plan widens it first).
 // `shift`: the element offset in the whole source copy at which `src` starts (a band's first row).
 template <typename S, typename T>
-void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t, int64_t pass, const S* src,
-                 int64_t shift, const float* packed, T* dst) {
+void run_block(const CompiledKernel& k, const RowGeometry& geo, const Task& t, int64_t pass, const S* src,
+               int64_t shift, const float* packed, T* dst_row) {
   const Plan& pl = k.plan;
   const auto& a = pl.axes;
   const RowPart& part = k.schedule.parts[t.part];
-  const bool row_buffer = row_buffered(pl.layout);
-
   const int kind = t.ob == pl.oc_blocks - 1 ? 1 : 0;
   const BlockKind& bk = kind ? pl.last : pl.main;
   const AxisTaps& tz = k.schedule.z[t.oz];
@@ -118,10 +124,6 @@ void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t,
   const float* wei_row = packed + t.g * geo.group_floats + t.ob * geo.block_floats_main +
                          ic_pass * bk.wei_ic_step +
                          (tz.k0 * a[1].kernel + ty.k0) * a[2].kernel * per_k;
-  T* buf = row_buffer ? row_scratch<T>(static_cast<size_t>(pl.row_buffer_floats)) : nullptr;
-  T* dst_row = row_buffer ? buf - part.x0 * pl.dst_x
-                              : dst + t.n * pl.dst_n + oc0 * pl.dst_c +
-                                    (t.oz * a[1].out + t.oy) * pl.dst_row_elements() + pl.dst_row_offset();
   jit::KernelArgs args;
   args.nz = tz.count;
   args.ny = ty.count;
@@ -138,7 +140,31 @@ void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t,
     else
       fn(&args);
   }
-  if (row_buffer) flush_row_buffer(pl, k.problem, t, part, buf, dst);
+}
+
+// A task: its block (or, into a row buffer of whole pixels, every block) over its row part, then the row
+// buffer's flush.
+template <typename S, typename T>
+void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t, int64_t pass, const S* src,
+                 int64_t shift, const float* packed, T* dst) {
+  const Plan& pl = k.plan;
+  const auto& a = pl.axes;
+  const RowPart& part = k.schedule.parts[t.part];
+  const int64_t block = int64_t{pl.main.vectors} * pl.lanes;
+  if (!row_buffered(pl.layout)) {
+    const int64_t oc0 = t.g * pl.oc_per_group + t.ob * block;
+    T* row = dst + t.n * pl.dst_n + oc0 * pl.dst_c + (t.oz * a[1].out + t.oy) * pl.dst_row_elements() +
+             pl.dst_row_offset();
+    return run_block(k, geo, t, pass, src, shift, packed, row);
+  }
+  T* buf = row_scratch<T>(static_cast<size_t>(pl.row_buffer_floats));
+  T* row = buf - part.x0 * pl.dst_x;
+  if (pl.row_buffer_whole_pixels()) {
+    for (Task b = t; b.ob < pl.oc_blocks; ++b.ob) run_block(k, geo, b, pass, src, shift, packed, row + b.ob * block);
+  } else {
+    run_block(k, geo, t, pass, src, shift, packed, row);
+  }
+  flush_row_buffer(pl, k.problem, t, part, buf, dst);
 }
 
 template <typename S, typename T>

@@ -163,8 +163,11 @@ std::string make_name(const Plan& pl, const Problem& p) {
 // (0.97-1.43). All parts rounded alike, AVX2 and short parts included: 1.014-1.021x, 0.58-1.38 (a 21-output
 // row in parts of 16 and 5: 0.58).
 int64_t Plan::row_part_width() const {
-  const int64_t width = ceil_div(axes[2].out, x_split), line = 64 / elem_bytes();
-  if (!row_buffered(layout) || !flush_in_tiles(*this) || width < 4 * line) return width;
+  // (gemm: pixels of fold_stride outputs, so a line is line / fold_stride of them where that divides)
+  const int64_t width = ceil_div(axes[2].out, x_split), line = 64 / elem_bytes() / fold_stride;
+  if (!row_buffered(layout) || !flush_in_tiles(*this) || line * fold_stride * elem_bytes() != 64 ||
+      width < 4 * line)
+    return width;
   return std::min(axes[2].out, ceil_div(width, line) * line);
 }
 
@@ -261,9 +264,10 @@ void set_dst_strides(Plan& pl) {
   else if (pl.layout != LayoutPath::ncx_src_in_place)
     pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = a[0].out * a[1].out * pl.dst_row_elements();
   if (row_buffered(pl.layout)) {
-    // The buffer holds one channel block of one task's part of a row, for each image in the task.
+    // The buffer holds one channel block of one task's part of a row, for each image in the task (gemm:
+    // every block, Plan::row_buffer_whole_pixels).
     const int64_t width = pl.row_part_width();
-    pl.dst_x = int64_t{pl.main.vectors} * pl.lanes;
+    pl.dst_x = pl.row_buffer_whole_pixels() ? pl.oc_per_group : int64_t{pl.main.vectors} * pl.lanes;
     pl.dst_n = width * pl.dst_x;
     pl.row_buffer_floats = pl.dst_n * (pl.block_over_batch ? pl.batch : 1);
   }
@@ -497,6 +501,7 @@ Plan make_plan_at(const Problem& p, Isa isa, const TuningHints& h) {
     choose_prefetch_src(pl, p, h);
     choose_group_inner(pl, p, h);
     choose_oc_inner(pl, h);
+    if (pl.oc_inner && row_buffered(pl.layout)) set_dst_strides(pl);  // (a buffer of whole pixels)
     choose_parallel(pl, p, h);
     pl.packing = pl.packing_signature();
   }

@@ -214,6 +214,14 @@ struct Plan {
   int64_t dst_row_offset() const { return -fold_shift * dst_x / fold_stride; }
   // gemm's folded pixels overhang the row at either end: its border blocks store through scratch (clipped).
   bool overhangs_row() const { return fold_shift || fold_tail; }
+  // Outputs along a row (gemm: its folded pixels times the stride, less the overhang).
+  int64_t row_outputs() const { return axes[2].out * fold_stride - fold_shift - fold_tail; }
+  // The row buffer holds whole output pixels (every channel block of the task's group; the task computes
+  // them all over its part, then flushes it once): gemm always (a folded pixel's blocks each hold some
+  // (phase, channel) pairs of its s outputs), the direct family with oc_inner. Otherwise one block.
+  bool row_buffer_whole_pixels() const {
+    return row_buffered(layout) && (algorithm == Algorithm::gemm || oc_inner);
+  }
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.
@@ -419,7 +427,7 @@ inline bool f16_grouped_widening(const Plan& pl) {
 // layers either way: linknet_dec3 1.17x, dpt_base_reassemble1 0.89x), bf16 1.011 over 102 (0.74-1.23).
 // Rows that are not whole lines lost in AVX-512 tiles (56 pixels, resnet50_bwd_l2down_b16: 0.88x).
 inline bool flush_in_tiles(const Plan& pl) {
-  return pl.isa == Isa::avx512_core && pl.axes[2].out * pl.elem_bytes() % 64 == 0;
+  return pl.isa == Isa::avx512_core && pl.row_outputs() * pl.elem_bytes() % 64 == 0;
 }
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
 // Whether the output (NXC rows: and the source) outgrows the caches by choose_nt_stores' bounds

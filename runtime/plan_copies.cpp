@@ -162,14 +162,17 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
 // channel-block calls per group, not a band's, nor with the group innermost (one order at a time).
 bool oc_inner_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
-  return family && pl.oc_blocks / pl.oc_loop > 1 && pl.band_rows == 0 && !pl.group_inner &&
-         pl.layout != LayoutPath::ncx_plane_tiles;
+  // (bands run on the row buffer only, where oc_inner makes the buffer hold every block: see Plan)
+  return family && pl.oc_blocks / pl.oc_loop > 1 && (pl.band_rows == 0 || row_buffered(pl.layout)) &&
+         !pl.group_inner &&
+         pl.layout != LayoutPath::ncx_plane_tiles && !(row_buffered(pl.layout) && pl.algorithm == Algorithm::gemm);
 }
 
 void choose_oc_inner(Plan& pl, const TuningHints& h) {
   const bool possible = oc_inner_possible(pl);
   check_hint(h.oc_inner != 1 || possible, "oc_inner needs the direct or gemm family with two or more channel "
-                                          "blocks per group, without band_rows or group_inner");
+                                          "blocks per group, without group_inner (and band_rows but through "
+                                          "the row buffer), not gemm through the row buffer (it has them)");
   pl.oc_inner = possible && (h.oc_inner >= 0 ? h.oc_inner == 1 : oc_inner_pays(pl));
 }
 
@@ -284,7 +287,7 @@ void choose_band_rows(Plan& pl, const TuningHints& h) {
   check_hint(h.band_rows <= pl.axes[1].out, "band_rows is at most the output height (" +
                                                 std::to_string(pl.axes[1].out) + ")");
   // (a band walks its groups within the band: group_inner asked for keeps the band default off)
-  if (!possible || h.band_rows == 0 || (h.band_rows < 0 && (h.group_inner == 1 || h.oc_inner == 1)))
+  if (!possible || h.band_rows == 0 || (h.band_rows < 0 && h.group_inner == 1))
     pl.band_rows = 0;
   else
     pl.band_rows = h.band_rows > 0 ? h.band_rows : band_rows_pay(pl) ? default_band_rows(pl) : 0;

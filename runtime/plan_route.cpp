@@ -137,10 +137,52 @@ bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
 
 }  // namespace
 
+// gemm needs an NXC-shaped output (or a row buffer of whole pixels), so the default takes it on NCX data only
+// where it beats the row families by far. It does when the
+// layer has too few channels to fill vectors and gemm's folded channels (stride x C_OUT) do: the row
+// families would leave most lanes empty (tuned on the corpus, 2 threads: hed_dsn5_up C_OUT 1 s16
+// 0.345 -> 0.140 ms, fcn16s_voc_upscore16 C_OUT 21 s16 6.42 -> 4.57 ms, hed_dsn2_up C_OUT 1 s2 1.37x).
+// Likewise at strides of 32 and more, whatever the lanes: a row family's phase runs are then a few pixels
+// each, while gemm gives each input pixel one run of s x C_OUT outputs (tuned at the default budget,
+// gemm through copies: waveglow_upsample, stride 256, 2.25x; waveglow_upsample_b12 1.86x;
+// fcn32s_nyud_upscore, stride 32, 1.87x).
+// So too where gemm_x applies but its rows of one vector would leave an eighth or more of its lanes empty
+// (gemm_x_lanes_wasted), bf16 pairs aside (gemm_x_preferred).
+bool gemm_copies_wanted(const Problem& p, Isa isa) {
+  const bool pairs = avx512_bf16_usable(p.dtype, isa);
+  return folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32 ||
+         (!pairs && gemm_x_applies(p, isa) && gemm_x_lanes_wasted(p));
+}
+
+// Where gemm runs on NCX data (gemm_copies_wanted), it can compute into the row buffer instead of the
+// whole-tensor copies (a buffer of whole pixels, Plan::row_buffer_whole_pixels; folded pixels within the
+// row): the output then crosses memory once, not three times. Where the output outgrows the caches (4 MB),
+// an output row of every channel holds at most 16K elements, and blocks do not run across images (whose
+// rows the flush would scatter, as for the other row families). Zen 4, NCX, 2 threads, against the copies
+// by the old default's choices, two passes (docs/data/gemm_row_buffer_rule_*): fcn32s_upscore (11K
+// elements) f32 1.34-1.36x on AVX-512 (7.6 -> 5.6 ms) and 1.42x on AVX2, bf16 1.17-1.38x, f16 1.15-1.28x;
+// fcn16s_voc_upscore16 (11K) 1.42-1.44x, bf16 1.15-1.28x, f16 1.21-1.23x; unet3d_up1 1.00-1.04x (s197
+// ho30, 16.5K, gained 1.54x in bf16 just past the bound). Left out: rows of 24K elements (fcn32s_nyud_upscore: f32 0.98-1.08, f16 0.94-1.06, AVX2 bf16
+// 0.66-0.68, AVX-512 bf16 1.20-1.26), blocks across images (s211 ho14 0.83-0.85, s97 ho11 f16 0.83), 1-D
+// rows of MBs (waveglow_upsample 0.52), outputs the copies keep in cache (s71 ho37, 5 KB, 0.51).
+bool gemm_row_buffer_pays(const Problem& p, Isa isa) {
+  constexpr int64_t kMaxRowElements = int64_t{16} << 10, kMinDstBytes = int64_t{4} << 20;
+  const int64_t x = p.out.back(), s = p.stride.back();
+  const bool aligned = p.pads_begin.back() % s == 0 && x % s == 0;
+  return aligned && x * p.c_out <= kMaxRowElements &&
+         p.dst_elements() * static_cast<int64_t>(dtype_size(p.dtype)) >= kMinDstBytes &&
+         !batch_blocking_pays(p.batch, x, s, isa);
+}
+
 // gemm writes runs of Kx*C_OUT floats per input pixel: only NXC-shaped destinations have them.
 Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath layout, const TuningHints& h) {
-  const bool gemm_ok =
-      gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch);
+  // (the row buffer: where no folded pixel overhangs the row, whose blocks would need scratch blocks too)
+  const bool gemm_ok = gemm_applies(p, x) && (layout == LayoutPath::nxc || layout == LayoutPath::ncx_via_scratch ||
+                                              (layout == LayoutPath::ncx_row_buffer && gemm_aligned(x)));
+  // (on the row buffer only where choose_layout sent gemm there)
+  const bool gemm_default =
+      gemm_ok && (layout != LayoutPath::ncx_row_buffer ||
+                  (h.layout.empty() && gemm_copies_wanted(p, isa) && gemm_row_buffer_pays(p, isa)));
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
                    h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x" ||
@@ -157,7 +199,8 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
     if (h.algorithm == "dot" || h.algorithm == "dot_x") return Algorithm::dot;  // (dot_x: choose_layout)
     check_hint(h.algorithm != "gemm" || gemm_ok,
                "algorithm gemm needs G=1, dilation 1 on x, a kernel x that is a multiple of the stride, and "
-               "NXC-shaped output");
+               "NXC-shaped output (or NCX through the row buffer with x pads and output size multiples of the "
+               "stride)");
     check_hint(h.algorithm != "depthwise" || depthwise_applies(p),
                "algorithm depthwise needs one input and one output channel per group");
     return h.algorithm == "gemm" ? Algorithm::gemm
@@ -165,10 +208,10 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
   }
   if (depthwise_applies(p) && p.groups > 1) return Algorithm::depthwise;
   if (dot_applies(p) && !direct_pairs_pay(p, isa, h))
-    return gemm_ok && family_neutral(h) && folded_row_beats_dot(p, x) ? Algorithm::gemm : Algorithm::dot;
+    return gemm_default && family_neutral(h) && folded_row_beats_dot(p, x) ? Algorithm::gemm : Algorithm::dot;
   // (A batch_block hint keeps the direct family on overhanging rows: clipped blocks refuse it.)
   const bool overhang = h.batch_block != 1 && gemm_overhang_pays(p, isa, x);
-  return gemm_ok && (gemm_aligned(x) || overhang) ? Algorithm::gemm : Algorithm::direct;
+  return gemm_default && (gemm_aligned(x) || overhang) ? Algorithm::gemm : Algorithm::direct;
 }
 
 
@@ -263,21 +306,10 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   if (h.layout.empty() && family == Algorithm::depthwise &&
       p.dst_elements() * static_cast<int64_t>(dtype_size(p.dtype)) < kDepthwiseCopyMaxBytes)
     return LayoutPath::ncx_via_scratch;
-  // gemm needs an NXC-shaped output, so on NCX data it runs through whole-tensor copies. They pay when the
-  // layer has too few channels to fill vectors and gemm's folded channels (stride x C_OUT) do: the row
-  // families would leave most lanes empty (tuned on the corpus, 2 threads: hed_dsn5_up C_OUT 1 s16
-  // 0.345 -> 0.140 ms, fcn16s_voc_upscore16 C_OUT 21 s16 6.42 -> 4.57 ms, hed_dsn2_up C_OUT 1 s2 1.37x).
-  // Likewise at strides of 32 and more, whatever the lanes: a row family's phase runs are then a few pixels
-  // each, while gemm gives each input pixel one run of s x C_OUT outputs (tuned at the default budget,
-  // gemm through copies: waveglow_upsample, stride 256, 2.25x; waveglow_upsample_b12 1.86x;
-  // fcn32s_nyud_upscore, stride 32, 1.87x).
-  // So too where gemm_x applies but its rows of one vector would leave an eighth or more of its lanes empty
-  // (gemm_x_lanes_wasted), bf16 pairs aside (gemm_x_preferred).
-  const bool pairs = avx512_bf16_usable(p.dtype, isa);
-  if (by_default && family == Algorithm::gemm &&
-      (folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32 ||
-       (!pairs && gemm_x_applies(p, isa) && gemm_x_lanes_wasted(p))))
-    return LayoutPath::ncx_via_scratch;
+  // gemm where its folded channels fill lanes (gemm_copies_wanted): through whole-tensor copies, or the row
+  // buffer where that pays (gemm_row_buffer_pays, which choose_algorithm asks again).
+  if (by_default && family == Algorithm::gemm && gemm_copies_wanted(p, isa))
+    return gemm_row_buffer_pays(p, isa) ? LayoutPath::ncx_row_buffer : LayoutPath::ncx_via_scratch;
   // Blocked over images, a row buffer holds one row of every image of the task, and its flush writes each
   // image's channel rows as runs of a few pixels: partial lines scattered over images. Whole-tensor copies
   // write planes whole (Zen 4, 2 threads, the 10 suite layers with batch blocking on NCX: f32 1.05-1.52x,

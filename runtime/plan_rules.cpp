@@ -51,7 +51,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_layout: NXC data needs none; NCX: depthwise_x, dot_x, gemm_x and col_x read and write NCX "
        "themselves (native); otherwise the dot family stores NCX itself (src_copy), depthwise goes "
        "through whole-tensor scratch copies below 8 MB of output (a row buffer from there), gemm through them where folding fills lanes a third again "
-       "better, every other row family through a row buffer (through them too where blocked over images); depthwise through plane tiles "
+       "better (a row buffer of whole pixels instead where a row of every channel holds at most 16K elements "
+       "over 4+ MB of output, not blocked over images: gemm_row_buffer_pays), every other row family through "
+       "a row buffer (through them too where blocked over images); depthwise through plane tiles "
        "(plane_tiles_preferred: where depthwise_x cannot run or on AVX2 would leave lanes idle, f32 at 9+ "
        "taps per output on rows under 32 pixels, on AVX2 either, 16-bit from 4 taps); one channel each way: "
        "NCX data is NXC data (nxc)"},
