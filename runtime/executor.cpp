@@ -148,15 +148,14 @@ template <typename S, typename T>
 void run_task_at(const CompiledKernel& k, const RowGeometry& geo, const Task& t, int64_t pass, const S* src,
                  int64_t shift, const float* packed, T* dst) {
   const Plan& pl = k.plan;
-  const auto& a = pl.axes;
-  const RowPart& part = k.schedule.parts[t.part];
   const int64_t block = int64_t{pl.main.vectors} * pl.lanes;
   if (!row_buffered(pl.layout)) {
     const int64_t oc0 = t.g * pl.oc_per_group + t.ob * block;
-    T* row = dst + t.n * pl.dst_n + oc0 * pl.dst_c + (t.oz * a[1].out + t.oy) * pl.dst_row_elements() +
-             pl.dst_row_offset();
-    return run_block(k, geo, t, pass, src, shift, packed, row);
+    const int64_t row = t.oz * pl.axes[1].out + t.oy;
+    return run_block(k, geo, t, pass, src, shift, packed,
+                     dst + t.n * pl.dst_n + oc0 * pl.dst_c + row * pl.dst_row_elements() + pl.dst_row_offset());
   }
+  const RowPart& part = k.schedule.parts[t.part];
   T* buf = row_scratch<T>(static_cast<size_t>(pl.row_buffer_floats));
   T* row = buf - part.x0 * pl.dst_x;
   if (pl.row_buffer_whole_pixels()) {
