@@ -59,7 +59,7 @@ Estimate rows_family(const Plan& pl, const Problem& p) {
   if (pl.has_halo() && pl.edges.empty())
     e.efficiency *= static_cast<double>(x.in - pl.halo_left - pl.halo_right) / x.in;
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
-  const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
+  const int64_t rows = pl.groups * pl.block_tasks() * images * pl.axes[0].out * pl.axes[1].out;
   // (plane tiles: a task per tile of each image, its calls a row of oc_loop blocks each)
   const bool tiles = pl.layout == LayoutPath::ncx_plane_tiles;
   e.tasks = tiles ? pl.batch * (pl.dst_channels / pl.channels_per_call) : rows * parts;
@@ -177,7 +177,7 @@ double model_ms(const Plan& pl, const Problem& p, int threads) {
   // where its pixels are wide (gemm_nt_pays: narrower ones measured slower at every size).
   const double dst_bytes = static_cast<double>(pl.elem_bytes() * p.dst_elements());
   const bool past_caches = nt_store_big(pl, p);
-  const bool nt_loses = pl.algorithm == Algorithm::gemm && !gemm_nt_pays(pl);
+  const bool nt_loses = pl.algorithm == Algorithm::gemm && !row_buffered(pl.layout) && !gemm_nt_pays(pl);
   if (pl.nt_stores ? !past_caches || nt_loses : past_caches) e.extra_bytes += dst_bytes;
   // A widened source is a pass writing twice its bytes, then read as f32; where widen_src_pays says it
   // does not pay, count that, and where it pays, the widening per read the kernel would do instead.

@@ -37,7 +37,7 @@ RowGeometry geometry(const Plan& pl) {
   g.group_floats = pl.packed_weights_floats() / pl.groups;
   g.images = pl.block_over_batch ? 1 : pl.batch;
   // (a row buffer of whole pixels: one task runs every block of its part, run_task_at)
-  g.ob_calls = pl.row_buffer_whole_pixels() ? 1 : pl.oc_blocks / pl.oc_loop;
+  g.ob_calls = pl.block_tasks();
   return g;
 }
 

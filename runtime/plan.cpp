@@ -99,7 +99,7 @@ void choose_threading(Plan& pl, const TuningHints& h) {
     return;
   }
   const int64_t images = pl.block_over_batch ? 1 : pl.batch;
-  const int64_t rows = pl.groups * (pl.oc_blocks / pl.oc_loop) * images * pl.axes[0].out * pl.axes[1].out;
+  const int64_t rows = pl.groups * pl.block_tasks() * images * pl.axes[0].out * pl.axes[1].out;
   const Axis& x = pl.axes[2];
   const int64_t q_max = pl.block_over_batch ? x.out * pl.ur_w : ceil_div(x.out, x.stride);
   int64_t split = 1;
@@ -224,7 +224,7 @@ void choose_ic_blocks(Plan& pl, const TuningHints& h) {
 
 // A depthwise block does taps x vectors FMAs per pixel: a call per block would cost more than the
 // block (AVX2 dla_up_dw256: 16 blocks of 16 channels per pixel). One call walks them all.
-// (Not into a row buffer, which holds one block, nor with a channel tail.)
+// (Not into a row buffer, whose tasks take a block each or all of them, nor with a channel tail.)
 void choose_oc_loop(Plan& pl, const TuningHints& h) {
   const bool walk_ok = pl.algorithm == Algorithm::depthwise && !pl.has_tail() &&
                        !row_buffered(pl.layout);
@@ -264,8 +264,8 @@ void set_dst_strides(Plan& pl) {
   else if (pl.layout != LayoutPath::ncx_src_in_place)
     pl.dst_c = 1, pl.dst_x = pl.dst_channels, pl.dst_n = a[0].out * a[1].out * pl.dst_row_elements();
   if (row_buffered(pl.layout)) {
-    // The buffer holds one channel block of one task's part of a row, for each image in the task (gemm:
-    // every block, Plan::row_buffer_whole_pixels).
+    // The buffer holds one channel block of one task's part of a row, for each image in the task (gemm, and
+    // the direct family with oc_inner: every block of the group, Plan::row_buffer_whole_pixels).
     const int64_t width = pl.row_part_width();
     pl.dst_x = pl.row_buffer_whole_pixels() ? pl.oc_per_group : int64_t{pl.main.vectors} * pl.lanes;
     pl.dst_n = width * pl.dst_x;

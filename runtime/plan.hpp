@@ -147,7 +147,8 @@ struct Plan {
   // every group of its row parts rather than one group's rows.
   bool group_inner = false;
   // Row tasks take the channel block innermost (TuningHints::oc_inner): a task range covers every channel
-  // block of its row parts rather than one block's rows.
+  // block of its row parts rather than one block's rows. Through the row buffer one task runs every block
+  // of its part into a buffer of whole pixels (row_buffer_whole_pixels).
   bool oc_inner = false;
 
   // Geometry, axes z, y, x (virtual: after folding for gemm).
@@ -222,6 +223,9 @@ struct Plan {
   bool row_buffer_whole_pixels() const {
     return row_buffered(layout) && (algorithm == Algorithm::gemm || oc_inner);
   }
+  // Row tasks per (group, image, output row, part): one per call along the channel blocks, or one for all
+  // of them into a row buffer of whole pixels.
+  int64_t block_tasks() const { return row_buffer_whole_pixels() ? 1 : oc_blocks / oc_loop; }
   bool has_tail() const { return last.vectors != main.vectors || last.mask_lanes != 0; }
   bool has_halo() const { return halo_left + halo_right > 0; }
   // The source the kernels read is a copy (NXC, possibly with a halo) rather than the caller's buffer.

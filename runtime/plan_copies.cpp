@@ -159,20 +159,21 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
 }
 
 // The channel block innermost (Plan::oc_inner): the direct and gemm families' row tasks with two or more
-// channel-block calls per group, not a band's, nor with the group innermost (one order at a time).
+// channel-block calls per group, not with the group innermost (one order at a time), nor a band's but through
+// the row buffer (there one task runs every block into a buffer of whole pixels; gemm does anyway).
 bool oc_inner_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
   // (bands run on the row buffer only, where oc_inner makes the buffer hold every block: see Plan)
   return family && pl.oc_blocks / pl.oc_loop > 1 && (pl.band_rows == 0 || row_buffered(pl.layout)) &&
          !pl.group_inner &&
-         pl.layout != LayoutPath::ncx_plane_tiles && !(row_buffered(pl.layout) && pl.algorithm == Algorithm::gemm);
+         pl.layout != LayoutPath::ncx_plane_tiles;
 }
 
 void choose_oc_inner(Plan& pl, const TuningHints& h) {
   const bool possible = oc_inner_possible(pl);
   check_hint(h.oc_inner != 1 || possible, "oc_inner needs the direct or gemm family with two or more channel "
                                           "blocks per group, without group_inner (and band_rows but through "
-                                          "the row buffer), not gemm through the row buffer (it has them)");
+                                          "the row buffer)");
   pl.oc_inner = possible && (h.oc_inner >= 0 ? h.oc_inner == 1 : oc_inner_pays(pl));
 }
 

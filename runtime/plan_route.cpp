@@ -159,13 +159,17 @@ bool gemm_copies_wanted(const Problem& p, Isa isa) {
 // row): the output then crosses memory once, not three times. Where the output outgrows the caches (4 MB),
 // an output row of every channel holds at most 16K elements, and blocks do not run across images (whose
 // rows the flush would scatter, as for the other row families). Zen 4, NCX, 2 threads, against the copies
-// by the old default's choices, two passes (docs/data/gemm_row_buffer_rule_*): fcn32s_upscore (11K
-// elements) f32 1.34-1.36x on AVX-512 (7.6 -> 5.6 ms) and 1.42x on AVX2, bf16 1.17-1.38x, f16 1.15-1.28x;
-// fcn16s_voc_upscore16 (11K) 1.42-1.44x, bf16 1.15-1.28x, f16 1.21-1.23x; unet3d_up1 1.00-1.04x (s197
-// ho30, 16.5K, gained 1.54x in bf16 just past the bound). Left out: rows of 24K elements (fcn32s_nyud_upscore: f32 0.98-1.08, f16 0.94-1.06, AVX2 bf16
-// 0.66-0.68, AVX-512 bf16 1.20-1.26), blocks across images (s211 ho14 0.83-0.85, s97 ho11 f16 0.83), 1-D
-// rows of MBs (waveglow_upsample 0.52), outputs the copies keep in cache (s71 ho37, 5 KB, 0.51).
-bool gemm_row_buffer_pays(const Problem& p, Isa isa) {
+// by the old default's choices, two passes (docs/data/gemm_row_buffer_rule_*, taken with a looser bound of
+// 64 KB per row, so they also hold rows this one leaves): fcn32s_upscore (11K elements) f32 1.34-1.36x on
+// AVX-512 (7.1-7.2 -> 5.3 ms) and 1.42x on AVX2, bf16 1.17-1.38x, f16 1.15-1.28x; fcn16s_voc_upscore16 (11K)
+// 1.42-1.44x, bf16 1.15-1.28x, f16 1.21-1.23x; unet3d_up1 1.00-1.04x. Left out: s197 ho30 (16.5K, bf16 1.54x
+// just past the bound; forced in f32 0.85-0.87x), rows of 24K elements (fcn32s_nyud_upscore: f32 0.98-1.08,
+// f16 0.94-1.06, AVX2 bf16 0.66-0.68, AVX-512 bf16 1.20-1.26), blocks across images (s211 ho14 0.83-0.85,
+// s97 ho11 f16 0.83), 1-D rows of MBs (waveglow_upsample 0.52), outputs the copies keep in cache (s71 ho37,
+// 5 KB, 0.51).
+bool gemm_row_buffer_pays(const Problem& p, Isa isa, const TuningHints& h) {
+  // (a split reduction resumes from dst: the copies, which honour it)
+  if (h.ic_block > 0 && h.ic_block != p.c_in_per_group()) return false;
   constexpr int64_t kMaxRowElements = int64_t{16} << 10, kMinDstBytes = int64_t{4} << 20;
   const int64_t x = p.out.back(), s = p.stride.back();
   const bool aligned = p.pads_begin.back() % s == 0 && x % s == 0;
@@ -182,7 +186,7 @@ Algorithm choose_algorithm(const Problem& p, Isa isa, const Axis& x, LayoutPath 
   // (on the row buffer only where choose_layout sent gemm there)
   const bool gemm_default =
       gemm_ok && (layout != LayoutPath::ncx_row_buffer ||
-                  (h.layout.empty() && gemm_copies_wanted(p, isa) && gemm_row_buffer_pays(p, isa)));
+                  (h.layout.empty() && gemm_copies_wanted(p, isa) && gemm_row_buffer_pays(p, isa, h)));
   if (!h.algorithm.empty()) {
     check_hint(h.algorithm == "direct" || h.algorithm == "gemm" || h.algorithm == "depthwise" ||
                    h.algorithm == "dot" || h.algorithm == "depthwise_x" || h.algorithm == "gemm_x" ||
@@ -309,7 +313,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   // gemm where its folded channels fill lanes (gemm_copies_wanted): through whole-tensor copies, or the row
   // buffer where that pays (gemm_row_buffer_pays, which choose_algorithm asks again).
   if (by_default && family == Algorithm::gemm && gemm_copies_wanted(p, isa))
-    return gemm_row_buffer_pays(p, isa) ? LayoutPath::ncx_row_buffer : LayoutPath::ncx_via_scratch;
+    return gemm_row_buffer_pays(p, isa, h) ? LayoutPath::ncx_row_buffer : LayoutPath::ncx_via_scratch;
   // Blocked over images, a row buffer holds one row of every image of the task, and its flush writes each
   // image's channel rows as runs of a few pixels: partial lines scattered over images. Whole-tensor copies
   // write planes whole (Zen 4, 2 threads, the 10 suite layers with batch blocking on NCX: f32 1.05-1.52x,

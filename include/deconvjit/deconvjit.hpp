@@ -167,7 +167,8 @@ struct TuningHints {
   int group_inner = -1;
   // direct and gemm families with several channel blocks per group, run by row tasks: -1 heuristic, 0 off,
   // 1 on. On: consecutive tasks take the channel blocks of one row part in turn (channel block innermost),
-  // so a row's output lines are finished while they are in cache; off: a task range walks one channel
+  // so a row's output lines are finished while they are in cache (NCX through the row buffer: one task runs
+  // every block of its row part into one buffer and flushes it once); off: a task range walks one channel
   // block's rows before the next block's.
   int oc_inner = -1;
 

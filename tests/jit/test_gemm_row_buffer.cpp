@@ -37,7 +37,7 @@ TEST(GemmRowBuffer, BufferHoldsWholePixels) {
     EXPECT_EQ(pl.dst_x, 80) << to_string(isa);
     EXPECT_GE(pl.oc_blocks, 2) << to_string(isa);
     EXPECT_EQ(pl.row_buffer_floats, pl.row_part_width() * 80) << to_string(isa);
-    EXPECT_FALSE(pl.oc_inner) << to_string(isa);  // one task holds every block already
+    EXPECT_EQ(pl.block_tasks(), 1) << to_string(isa);  // one task runs every block
   }
 }
 
@@ -60,9 +60,15 @@ TEST(GemmRowBuffer, DefaultForRowsOfUpTo16KElements) {
   };
   for (Isa isa : kIsas) {
     EXPECT_EQ(plan_for(layer(1, 21, 16), isa).layout, LayoutPath::ncx_row_buffer) << to_string(isa);  // 11K
-    EXPECT_EQ(plan_for(layer(1, 40, 16), isa).layout, LayoutPath::ncx_via_scratch) << to_string(isa);  // 20K
-    EXPECT_EQ(plan_for(layer(1, 21, 2), isa).layout, LayoutPath::ncx_via_scratch) << to_string(isa);  // 0.5 MB
-    const Plan images = plan_for(layer(16, 21, 3), isa);  // 12 MB of rows of 2K elements, blocked over images
+    TuningHints split;  // a split reduction resumes from dst: the copies
+    split.ic_block = 7;
+    EXPECT_EQ(plan_for(layer(1, 21, 16), isa, split).layout, LayoutPath::ncx_via_scratch) << to_string(isa);
+    TuningHints inner;  // accepted: the row buffer's tasks run every block already
+    inner.oc_inner = 1;
+    EXPECT_EQ(plan_for(layer(1, 21, 16), isa, inner).layout, LayoutPath::ncx_row_buffer) << to_string(isa);
+    EXPECT_EQ(plan_for(layer(1, 40, 16), isa).layout, LayoutPath::ncx_via_scratch) << to_string(isa);  // 22K
+    EXPECT_EQ(plan_for(layer(1, 21, 2), isa).layout, LayoutPath::ncx_via_scratch) << to_string(isa);  // 0.8 MB
+    const Plan images = plan_for(layer(16, 21, 3), isa);  // 22 MB of rows of 2K elements, blocked over images
     EXPECT_TRUE(images.block_over_batch) << to_string(isa);
     EXPECT_EQ(images.layout, LayoutPath::ncx_via_scratch) << to_string(isa);
   }
