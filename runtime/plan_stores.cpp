@@ -122,7 +122,8 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
              "depthwise family in one reduction pass with output pixels a whole number of vectors apart (where a "
              "vector is half a line, f32 on AVX2 or 16-bit data on AVX-512: pixels whole lines apart and an even "
              "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x with output rows a whole "
-             "number of vectors long and an x stride dividing the lanes, or NCX on AVX-512 by the row buffer's flush in one reduction pass with output "
+             "number of vectors long and an x stride dividing the lanes, or NCX on AVX-512 by the row buffer's "
+             "flush in one reduction pass with output "
              "rows a whole number of cache lines long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool big = nt_store_big(pl, p);
