@@ -465,8 +465,9 @@ void run_col(const CompiledKernel& k, const T* src, const float* packed, T* dst)
 
 // Plan::band_rows: a task is a band of output rows of one output plane of one image. It transposes the input
 // rows the band reads (every channel, with the plan's halo; in 3-D of the plane's one z tap) into a
-// thread-local band laid out like those rows of the whole-source copy, then runs the band's row tasks on it
-// while it is in L2: the source crosses memory once instead of three times (read, copy written, copy read).
+// thread-local band laid out like those rows of the whole-source copy (NXC data: copies them, widened),
+// then runs the band's row tasks on it while it is in L2: the source crosses memory once instead of three
+// times (read, copy written, copy read).
 template <typename S, typename T>
 void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* dst) {
   const Plan& pl = k.plan;
@@ -492,16 +493,22 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
     for (int64_t iy = lo; iy <= hi; ++iy) {
       S* r = band + (iy - lo) * row;
       zero_halo(r, c, pl.halo_left, x, a[2].in);
+      if (pl.layout == LayoutPath::nxc) {
+        move_run(src + (n * in_sp + (iz * a[1].in + iy) * x) * c, r + pl.halo_left * c, x * c, p.dtype);
+        continue;
+      }
       const T* from = src + n * c * in_sp + (iz * a[1].in + iy) * x;
       move_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
     }
     const int64_t shift = n * pl.src_n + (iz * a[1].in + lo) * row;
+    const int64_t row_parts = (oy1 - oy0) * parts;
     for (int64_t g = 0; g < pl.groups; ++g)
-      for (int64_t ob = 0; ob < geo.ob_calls; ++ob)
-        for (int64_t oy = oy0; oy < oy1; ++oy)
-          for (int64_t part = 0; part < parts; ++part)
-            run_task_at(k, geo, Task{g, ob * pl.oc_loop, n, oz, oy, part}, 0, static_cast<const S*>(band), shift,
-                        packed, dst);
+      for (int64_t i = 0; i < geo.ob_calls * row_parts; ++i) {  // (Plan::oc_inner: the channel block innermost)
+        const int64_t ob = pl.oc_inner ? i % geo.ob_calls : i / row_parts;
+        const int64_t rp = pl.oc_inner ? i / geo.ob_calls : i % row_parts;
+        const Task t{g, ob * pl.oc_loop, n, oz, oy0 + rp / parts, rp % parts};
+        run_task_at(k, geo, t, 0, static_cast<const S*>(band), shift, packed, dst);
+      }
   };
   for_rows(pl.batch * a[0].out * bands, pl.parallel, body, pl.nt_stores);
 }

@@ -29,13 +29,22 @@ void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h) {
   pl.widen_src = possible && (h.widen_src >= 0 ? h.widen_src == 1 : widen_src_pays(pl, p));
 }
 
-// A kernel reading f16 widens each element it broadcasts (AVX2: vpbroadcastw + vcvtph2ps), or on AVX-512
-// each pixel's unrolled channels into a stack slot; a copy widened once costs a pass over the source and
-// then twice its bytes at every read. Measured, NXC, 2 threads (docs/data/widen_src_*):
-// - AVX2, two output vectors or fewer (each widened element feeds at most two FMAs) and at least 1024
-//   FLOPs per source element: 0.95-1.18x, geomean 1.09 on all 73 such suite layers; below that the
-//   f32 copy's bytes cost more (wavenet_bwd_d32, 256 FLOPs per element, 0.77); gemm with three vectors
-//   0.96-1.06.
+// A kernel reading f16 widens each element it broadcasts (AVX2: vpbroadcastw + vcvtph2ps, or the slot's
+// widening store and reloads; AVX-512: each pixel's unrolled channels into a stack slot); a copy widened
+// once costs a pass over the source and then twice its bytes at every read, and where the plan bands its
+// rows (NXC 2-D and 3-D, NCX through the row buffer) the pass runs per band into L2.
+// - AVX2, direct and gemm, at least 128 FLOPs per source element (2 x C_OUT/G x taps; the kernel then takes
+//   f32's tiles, choose_tile). Zen 4, 2 threads, in one process. The widened source (the hint) against the
+//   old default on every suite and holdout row (docs/data/widen_src_f16_avx2_hint_sweep_*): where it was
+//   not widened before, by FLOPs per element, NXC 0.95x under 64, 1.00x at 64-128, 1.12x at 128-256, 1.12x
+//   at 256-512, 1.16x at 512-1024, 1.05x above (gemm's three vectors); NCX 0.89x, 0.94x, 1.04x, 1.08x,
+//   1.14x, 1.00x. This default against the old one (1024+ FLOPs and at most two output vectors), on the
+//   rows it changes (docs/data/widen_src_f16_avx2_default_vs_old_*): NXC 1.074x over 476 (28 below 0.95;
+//   unet_up1 1.15x, maskrcnn_mask 1.12x, linknet_final 1.09x), NCX 1.046x over 389 (21 below 0.95). The
+//   worst were 1-D, whose rows are not banded (the widened copy streams through memory at twice the
+//   bytes); timed again against the source not widened: s197 ho06 NCX 0.81x (32 output channels: two
+//   blocks through the row buffer where the four-vector block made one), s197 ho11 NXC 0.88x,
+//   wavenet_bwd_d512 NXC 0.98x, s89 ho15 1.02x (0.32-0.61 in the sweep's slow minutes).
 // - AVX-512: one to three input channels, too few to widen as a group: 1.08-1.52x on all 5 such layers;
 //   over all 176 layers geomean 0.92.
 // - depthwise (a vector of channels per load, few FLOPs per element) 0.43-0.75; bf16, whose widening is
@@ -44,10 +53,10 @@ bool widen_src_pays(const Plan& pl, const Problem& p) {
   if (pl.dtype != DType::f16 || pl.algorithm == Algorithm::depthwise) return false;
   if (pl.isa == Isa::avx512_core) return pl.ic_per_group <= 3;
   const int64_t taps = std::accumulate(p.kernel.begin(), p.kernel.end(), int64_t{1}, std::multiplies<>());
-  return pl.oc_vectors <= 2 && widening_repays_on_avx2(p.c_out_per_group(), taps);
+  return widening_repays_on_avx2(p.c_out_per_group(), taps);
 }
 
-bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps) { return 2 * oc_per_group * taps >= 1024; }
+bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps) { return 2 * oc_per_group * taps >= 128; }
 
 constexpr int64_t kPrefetchMinSrcBytes = int64_t{8} << 20;
 constexpr int64_t kPrefetchMaxBlockBytes = int64_t{12} << 10;
@@ -159,21 +168,17 @@ bool group_inner_pays(const Plan& pl, const Problem& p) {
 }
 
 // The channel block innermost (Plan::oc_inner): the direct and gemm families' row tasks with two or more
-// channel-block calls per group, not with the group innermost (one order at a time), nor a band's but through
-// the row buffer (there one task runs every block into a buffer of whole pixels; gemm does anyway).
+// channel-block calls per group, not with the group innermost (one order at a time). (Through the row
+// buffer one task runs every block into a buffer of whole pixels; a band walks its rows' blocks innermost.)
 bool oc_inner_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
-  // (bands run on the row buffer only, where oc_inner makes the buffer hold every block: see Plan)
-  return family && pl.oc_blocks / pl.oc_loop > 1 && (pl.band_rows == 0 || row_buffered(pl.layout)) &&
-         !pl.group_inner &&
-         pl.layout != LayoutPath::ncx_plane_tiles;
+  return family && pl.oc_blocks / pl.oc_loop > 1 && !pl.group_inner && pl.layout != LayoutPath::ncx_plane_tiles;
 }
 
 void choose_oc_inner(Plan& pl, const TuningHints& h) {
   const bool possible = oc_inner_possible(pl);
   check_hint(h.oc_inner != 1 || possible, "oc_inner needs the direct or gemm family with two or more channel "
-                                          "blocks per group, without group_inner (and band_rows but through "
-                                          "the row buffer)");
+                                          "blocks per group, without group_inner");
   pl.oc_inner = possible && (h.oc_inner >= 0 ? h.oc_inner == 1 : oc_inner_pays(pl));
 }
 
@@ -203,6 +208,7 @@ const char* const kBandRowsNeeds =
 bool band_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
   const bool route = (family && pl.layout == LayoutPath::ncx_row_buffer) ||
+                     (family && pl.layout == LayoutPath::nxc && pl.widen_src) ||
                      (pl.algorithm == Algorithm::dot && pl.layout == LayoutPath::ncx_src_copy);
   const Axis& z = pl.axes[0];
   return route && !pl.block_over_batch && pl.ic_blocks == 1 && z.kernel <= z.tap_k_step && pl.axes[1].in > 1;

@@ -16,18 +16,26 @@ int max_ur_w(Isa isa, int nv, int weight_regs) {
   return (vector_registers(isa) - weight_regs - bcast) / nv;
 }
 
+// AVX2 f16: whether the kernel will read a source widened to f32 (widen_src_pays' bound, or the hint), so
+// that its broadcasts are plain f32 loads. (Asked before the reduction's split is chosen; a split refuses
+// the widening, rare enough to leave the tile as if widened.)
+bool f16_source_widened(const Plan& pl, const TuningHints& h) {
+  const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
+  const bool by_default = h.widen_src < 0 && widening_repays_on_avx2(pl.oc_per_group, taps);
+  return widen_src_possible(pl) && (h.widen_src == 1 || by_default);
+}
+
 // f16 on AVX2 with broadcasts from the source, each element converted (vpbroadcastw + vcvtph2ps, or the
 // slot's widening store and reloads): a block of four vectors feeds each converted element to four FMAs
 // instead of two, in 2 pixels (8 accumulators, 4 weights and a broadcast fill the 16 registers). Not where
-// the source is widened once instead (widen_src_pays: 1024+ FLOPs per element; its broadcasts are plain
-// f32), nor past whole blocks of four. Zen 4, 2 threads, in one process, 2x4 against 6x2: 1.11-1.22x on
-// all 10 such NXC suite and holdout layers (linknet_final and hifigan_up4 1.15x), 0.97 at 40 channels (5
-// vectors), 0.77-0.93 where the source is widened; over the 38 layer x layout rows the rule changes (NCX
-// through the row buffer too) 1.07-1.38x on 37, 0.96 on one of 85 us (docs/data/f16_avx2_wide_block_zen4_2t.txt).
+// the source is widened once instead (f16_source_widened), nor past whole blocks of four. Zen 4, 2 threads,
+// in one process, 2x4 against 6x2: 1.11-1.22x on all 10 such NXC suite and holdout layers (linknet_final
+// and hifigan_up4 1.15x), 0.97 at 40 channels (5 vectors), 0.77-0.93 where the source is widened; over the
+// 38 layer x layout rows the rule changes (NCX through the row buffer too) 1.07-1.38x on 37, 0.96 on one of
+// 85 us (docs/data/f16_avx2_wide_block_zen4_2t.txt).
 bool f16_avx2_wide_block(const Plan& pl, const TuningHints& h, int64_t n_vec) {
-  const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
   return pl.isa == Isa::avx2 && pl.dtype == DType::f16 && pl.algorithm == Algorithm::direct && n_vec % 4 == 0 &&
-         h.widen_src != 1 && !widening_repays_on_avx2(pl.oc_per_group, taps);
+         !f16_source_widened(pl, h);
 }
 
 // Products summed into each output element: the reduction's channels times the taps of a phase.
@@ -50,12 +58,14 @@ int64_t products_per_output(const Plan& pl) {
 // output channels: the 316 this takes 1.028x (71 above 1.05, up to 1.2-1.5: stylegan2_up_r512 1.11-1.18,
 // nnunet3d_up128_b2 1.13-1.20, maskrcnn_mask_b100 NXC 1.19; 7 below 0.95), the rest 0.997
 // (docs/data/weight_regs_avx2_sweep_zen4_2t.jsonl). bf16 (each broadcast widened by a shift) on the first 80
-// of those rows: 1.026x, 3 below 0.97 (docs/data/weight_regs_avx2_bf16_rule_rows_zen4_2t.jsonl). Not f16,
-// whose blocks of four vectors already share each converted broadcast (f16_avx2_wide_block): 1.014x with 18
-// of 76 below 0.97 (docs/data/weight_regs_avx2_sweep_f16_partial_zen4_2t.jsonl).
-bool hybrid_tile_pays(const Plan& pl, int64_t n_vec) {
+// of those rows: 1.026x, 3 below 0.97 (docs/data/weight_regs_avx2_bf16_rule_rows_zen4_2t.jsonl). Not f16
+// that converts each broadcast, whose blocks of four vectors already share it (f16_avx2_wide_block): 1.014x
+// with 18 of 76 below 0.97 (docs/data/weight_regs_avx2_sweep_f16_partial_zen4_2t.jsonl); f16 with a widened
+// source broadcasts f32 and takes f32's tiles (widen_src_pays has the figures of the two together).
+bool hybrid_tile_pays(const Plan& pl, const TuningHints& h, int64_t n_vec) {
   const int64_t block_weight_bytes = products_per_output(pl) * 4 * pl.lanes * 4;
-  return n_vec % 4 == 0 && !pl.block_over_batch && pl.dtype != DType::f16 && block_weight_bytes >= (16 << 10) &&
+  const bool f32_broadcasts = pl.dtype != DType::f16 || f16_source_widened(pl, h);
+  return n_vec % 4 == 0 && !pl.block_over_batch && f32_broadcasts && block_weight_bytes >= (16 << 10) &&
          block_weight_bytes < (512 << 10);
 }
 
@@ -160,7 +170,7 @@ void choose_tile(Plan& pl, const TuningHints& h, int64_t n_vec) {
     nv = 4;
   if (f16_avx2_wide_block(pl, h, n_vec)) nv = 4;
   // (not where a tile hint fixes the block: the hints keep the meaning they had without this tile)
-  const bool hybrid = !h.oc_vectors && !h.ur_w && weight_regs_possible(pl) && hybrid_tile_pays(pl, n_vec);
+  const bool hybrid = !h.oc_vectors && !h.ur_w && weight_regs_possible(pl) && hybrid_tile_pays(pl, h, n_vec);
   if (hybrid) nv = 4;
   if (h.oc_vectors) nv = h.oc_vectors;
   int wr = hybrid && nv == 4 ? 3 : nv;

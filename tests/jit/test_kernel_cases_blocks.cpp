@@ -132,7 +132,7 @@ TEST_P(KernelCases, OneVectorBlocks) {
 }
 
 // Output channels in whole blocks of four vectors over short reductions: on AVX2 f16 the default block is
-// 2 pixels x 4 vectors (PlanHeuristic.F16OnAvx2TakesFourVectorBlocks), with the pixel's widened channels
+// 2 pixels x 4 vectors (PlanHeuristic.F16OnAvx2WidensOrTakesFourVectorBlocks), with the pixel's widened channels
 // in stack slots; both layouts, a row that is not a whole number of blocks, an odd channel count in.
 TEST_P(KernelCases, FourVectorBlocks) {
   for (DataFormat f : kFormats) {
@@ -316,20 +316,22 @@ TEST_P(KernelCases, WidenedSource) {
     EXPECT_TRUE(plan.at("widen_src").get<bool>());
     EXPECT_NE(plan.at("name").get<std::string>().find("_w32"), std::string::npos);
   }
-  // The default: f16 only, not depthwise; on AVX2 where a block has at most two output vectors and each
-  // source element feeds 1024+ FLOPs (32 channels x 25 taps x 2), on AVX-512 with at most 3 input channels.
+  // The default: f16 only, not depthwise; on AVX2 where each source element feeds 128+ FLOPs (2 x output
+  // channels x taps), on AVX-512 with at most 3 input channels.
   const bool f16 = dtype() == DType::f16, z = isa() == Isa::avx512_core;
   auto widened = [&](DeconvTester t) { return plan_of(t).at("widen_src").get<bool>(); };
   EXPECT_EQ(widened(k3(24, 32).kernel({5, 5}).input({4, 6})), f16 && !z);
-  EXPECT_FALSE(widened(k3(24, 32).input({4, 6})));  // 576 FLOPs per source element
+  EXPECT_EQ(widened(k3(24, 8).input({4, 6})), f16 && !z);                    // 144 FLOPs per source element
+  EXPECT_EQ(widened(k3(24, 64).kernel({2, 2}).input({4, 6})), f16 && !z);    // gemm, 512 FLOPs
+  EXPECT_FALSE(widened(k3(24, 7).input({4, 6})));                            // 126 FLOPs
   EXPECT_EQ(widened(k3(2, 32).kernel({5, 5}).input({4, 6})), f16);
   EXPECT_FALSE(widened(k3(32, 32).groups(32).kernel({5, 5}).input({4, 6})));
 }
 
 // The NCX source transposed band by band (band_rows) rather than whole: bands of one row and of the whole
 // height, a halo, pads, output rows with no taps (stride above the kernel), groups, batches on oneTBB, a
-// widened 16-bit band, 3-D planes. Refused by name for NXC data, 3-D rows with several z taps per output
-// plane, and 1-D rows.
+// widened 16-bit band, 3-D planes. Refused by name for NXC data not widened, 3-D rows with several z taps per
+// output plane, and 1-D rows. (NXC bands of a widened source: NxcWidenedBands.)
 TEST_P(KernelCases, SourceBands) {
   auto k3 = [&](int64_t ci, int64_t co) {
     return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NCX);
@@ -402,7 +404,9 @@ TEST_P(KernelCases, SourceBands) {
   EXPECT_EQ(band_of(1), 0);
   TuningHints only;
   only.band_rows = 2;
-  expect_refused(k3(4, 4).input({5, 5}).layout(DataFormat::NXC).hints(only), "band_rows", "bands of NXC data");
+  only.widen_src = 0;
+  expect_refused(k3(4, 4).input({5, 5}).layout(DataFormat::NXC).hints(only), "band_rows",
+                 "bands of NXC data not widened");
   // 3-D by default where an image's source passes 1 MiB (64 channels of 16 x 32 x 32 do in any type, 8 do
   // not) and rows are whole tiles or 24+ pixels (not 20).
   auto band_3d = [&](int64_t c, int64_t x) {
@@ -426,6 +430,57 @@ TEST_P(KernelCases, SourceBands) {
                  "band_rows", "bands of 3-D rows with two z taps per output plane");
   expect_refused(T().rank(1).channels(8, 16).input({40}).kernel({3}).stride({2}).layout(DataFormat::NCX).hints(bands(2)),
                  "band_rows", "bands of 1-D rows");
+}
+
+// NXC data widened to f32 band by band (widen_src with band_rows): each band task copies the input rows its
+// output rows read, widened, into L2 instead of one whole widened copy. Bands of one row and of the whole
+// height, a halo, pads, rows with no taps, groups, batches on oneTBB, the channel block innermost (oc_inner,
+// which a band walks per row), the gemm family, 3-D planes; the default on AVX2 f16 where an image's source
+// spans several 256 KB bands.
+TEST_P(KernelCases, NxcWidenedBands) {
+  if (dtype() == DType::f32) GTEST_SKIP() << "widen_src needs 16-bit data";
+  auto k3 = [&](int64_t ci, int64_t co) {
+    return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NXC);
+  };
+  auto bands = [](int rows) {
+    TuningHints h;
+    h.widen_src = 1;
+    h.band_rows = rows;
+    return h;
+  };
+  TuningHints halo = bands(3), inner = bands(2), gemm = bands(2);
+  halo.x_halo = 1;
+  inner.oc_inner = 1, inner.oc_vectors = 1;
+  gemm.algorithm = "gemm";
+  const DeconvTester cases[] = {
+      k3(7, 20).input({9, 11}).hints(bands(1)),
+      k3(7, 20).input({9, 11}).pads({1, 1}, {1, 1}).hints(bands(17)),
+      k3(33, 40).batch(3).input({12, 21}).kernel({4, 4}).pads({1, 1}, {1, 1}).hints(halo),
+      k3(6, 5).input({7, 9}).kernel({1, 1}).hints(bands(2)),  // every other row has no tap
+      k3(8, 12).groups(2).input({6, 10}).hints(bands(4)),
+      k3(12, 40).batch(2).input({6, 7}).pads({1, 1}, {1, 1}).hints(inner),
+      k3(16, 24).input({6, 8}).kernel({2, 2}).hints(gemm),
+      T().rank(3).channels(13, 20).batch(2).input({3, 7, 9}).kernel({2, 3, 3}).stride({2, 2, 2})
+          .pads({0, 1, 1}, {0, 1, 0}).layout(DataFormat::NXC).hints(halo),
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    DeconvTester t = cases[i];
+    t.Test();
+    const nlohmann::json plan = plan_of(t);
+    EXPECT_EQ(plan.at("layout"), "nxc");
+    EXPECT_TRUE(plan.at("widen_src").get<bool>());
+    EXPECT_GT(plan.at("band_rows").get<int>(), 0);
+  }
+  EXPECT_TRUE(plan_of(cases[5]).at("oc_inner").get<bool>());
+  // The default: f16 on AVX2 (widened there) bands an image of 4 x 256 KB of input rows (64 channels of
+  // 128 x 64 in f32), not one of 16 rows.
+  const bool taken = dtype() == DType::f16 && isa() == Isa::avx2;
+  auto band_of = [&](int64_t h) {
+    return plan_of(k3(64, 64).input({h, 64}).stride({1, 1})).at("band_rows").get<int>();
+  };
+  EXPECT_EQ(band_of(128) > 0, taken);
+  EXPECT_EQ(band_of(16), 0);
 }
 
 // ---- non-temporal stores --------------------------------------------------------------------------------

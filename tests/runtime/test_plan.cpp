@@ -315,30 +315,37 @@ TEST(PlanHeuristic, Avx2TakesThreeVectorsForOddMultiplesOfThree) {
   EXPECT_EQ(plan_for(layer(64), Isa::avx512_core).oc_vectors, 4);
 }
 
-// f16 on AVX2, broadcasting converted source elements: blocks of four vectors (2 pixels) where the channels
-// fill whole blocks of four and the source is not widened once instead (1024+ FLOPs per element).
-TEST(PlanHeuristic, F16OnAvx2TakesFourVectorBlocks) {
-  auto layer = [](int64_t c_in, int64_t c_out, DType t, int64_t ky = 3) {
-    return DeconvTester().dtype(t).layout(DataFormat::NXC).channels(c_in, c_out).input({6, 40}).kernel({ky, 3})
+// f16 on AVX2: the source widened to f32 once where each element feeds 128+ FLOPs (2 x output channels x
+// taps), and then takes f32's tiles (the hybrid 3 x 4 one included), else blocks of four vectors (2 pixels)
+// share each converted broadcast where the channels fill whole blocks of four.
+TEST(PlanHeuristic, F16OnAvx2WidensOrTakesFourVectorBlocks) {
+  auto layer = [](int64_t c_in, int64_t c_out, DType t, int64_t k = 3) {
+    return DeconvTester().dtype(t).layout(DataFormat::NXC).channels(c_in, c_out).input({6, 40}).kernel({k, k})
         .stride({2, 2}).pads({1, 1}, {1, 1});
   };
-  const Plan wide = plan_for(layer(64, 32, DType::f16), Isa::avx2);  // 2 x 32 x 9 = 576 FLOPs per element
+  const Plan widened = plan_for(layer(64, 32, DType::f16), Isa::avx2);  // 2 x 32 x 9 = 576 FLOPs per element
+  EXPECT_TRUE(widened.widen_src);
+  EXPECT_EQ(widened.oc_vectors, 4);  // f32's hybrid tile: 64 x 4 taps x 128 bytes = 32 KB of weights
+  EXPECT_EQ(widened.weight_regs, 3);
+  EXPECT_EQ(plan_for(layer(16, 32, DType::f16), Isa::avx2).weight_regs, 2);  // widened, 8 KB: f32's 6 x 2
+  TuningHints narrow;  // not widened: four-vector blocks
+  narrow.widen_src = 0;
+  const Plan wide = plan_for(layer(64, 32, DType::f16), Isa::avx2, narrow);
+  EXPECT_FALSE(wide.widen_src);
   EXPECT_EQ(wide.oc_vectors, 4);
   EXPECT_EQ(wide.ur_w, 2);
-  EXPECT_EQ(plan_for(layer(64, 64, DType::f16, 2), Isa::avx2).oc_vectors, 4);  // 768 FLOPs
-  EXPECT_EQ(plan_for(layer(64, 40, DType::f16), Isa::avx2).oc_vectors, 2);     // 5 vectors
-  const Plan widened = plan_for(layer(64, 64, DType::f16), Isa::avx2);          // 1152 FLOPs: widen_src
-  EXPECT_EQ(widened.oc_vectors, 2);
-  EXPECT_TRUE(widened.widen_src);
-  EXPECT_EQ(plan_for(layer(16, 32, DType::f16), Isa::avx2).oc_vectors, 4);
+  EXPECT_EQ(plan_for(layer(64, 40, DType::f16), Isa::avx2, narrow).oc_vectors, 2);  // 5 vectors
+  const Plan thin = plan_for(layer(64, 32, DType::f16, 1), Isa::avx2);  // 64 FLOPs: not widened
+  EXPECT_FALSE(thin.widen_src);
+  EXPECT_EQ(thin.oc_vectors, 4);
   EXPECT_EQ(plan_for(layer(16, 32, DType::f32), Isa::avx2).oc_vectors, 2);    // (8 KB: no hybrid tile)
-  EXPECT_EQ(plan_for(layer(64, 32, DType::f32), Isa::avx2).weight_regs, 3);  // f32: the hybrid tile (below)
   EXPECT_EQ(plan_for(layer(16, 32, DType::bf16), Isa::avx2).oc_vectors, 2);
   EXPECT_EQ(plan_for(layer(64, 32, DType::f16), Isa::avx512_core).oc_vectors, 2);
 }
 
-// f32 and bf16 on AVX2: 3 pixels x 4 vectors with the fourth weight vector read by the FMAs, where channels fill
-// whole blocks of four and a block's weights for a phase (products per output x 128 bytes) are 16-512 KB.
+// f32, bf16 and widened f16 on AVX2: 3 pixels x 4 vectors with the fourth weight vector read by the FMAs,
+// where channels fill whole blocks of four and a block's weights for a phase (products per output x 128
+// bytes) are 16-512 KB.
 TEST(PlanHeuristic, Avx2F32AndBf16TakeTheHybridTile) {
   auto layer = [](int64_t ic, int64_t oc, int64_t k) {
     return DeconvTester().channels(ic, oc).input({16, 40}).kernel({k, k}).stride({2, 2}).pads({1, 1}, {1, 1})
@@ -355,7 +362,10 @@ TEST(PlanHeuristic, Avx2F32AndBf16TakeTheHybridTile) {
   EXPECT_EQ(plan_for(layer(1024, 64, 3), Isa::avx2).weight_regs, 2);  // 512 KB: from beyond L2
   EXPECT_EQ(plan_for(layer(64, 40, 3), Isa::avx2).weight_regs, 2);    // 5 vectors: a tail block
   EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::bf16), Isa::avx2).weight_regs, 3);
-  EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::f16), Isa::avx2).weight_regs, 2);
+  EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::f16), Isa::avx2).weight_regs, 3);  // widened
+  TuningHints narrow;  // f16 not widened: no hybrid tile
+  narrow.widen_src = 0;
+  EXPECT_EQ(plan_for(layer(64, 64, 3).dtype(DType::f16), Isa::avx2, narrow).weight_regs, 4);
   EXPECT_EQ(plan_for(layer(64, 64, 3).batch(8).input({2, 2}), Isa::avx2).weight_regs, 2);  // across images
   EXPECT_EQ(plan_for(layer(64, 64, 3), Isa::avx512_core).weight_regs, 4);
   TuningHints pixels;  // a tile hint keeps the tile it named before the hybrid existed

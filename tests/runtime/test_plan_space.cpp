@@ -176,6 +176,22 @@ TEST(PlanSpace, ColXTilesAcrossImagesAreCandidates) {
   EXPECT_TRUE(images.count(2) && images.count(4)) << "images per tile in the space: " << images.size();
 }
 
+// NXC bands need a widened source: where the default reads bf16 as it is (AVX2), the space still holds the
+// widened source in bands as well as whole (an image of 16 rows, one band: the default would not band it).
+TEST(PlanSpace, WidenedNxcBandsAreCandidates) {
+  const Descriptor d = DeconvTester().dtype(DType::bf16).batch(1).channels(64, 64).input({16, 64})
+                           .kernel({3, 3}).layout(DataFormat::NXC).descriptor();
+  const Problem p = resolve(d);
+  bool banded = false, whole = false;
+  for (const PlanCandidate& c : enumerate_plans(p, Isa::avx2, 2)) {
+    if (c.hints.widen_src != 1) continue;
+    banded = banded || c.hints.band_rows > 0;
+    whole = whole || c.hints.band_rows == 0;
+  }
+  EXPECT_TRUE(banded);
+  EXPECT_TRUE(whole);
+}
+
 TEST(TuningHints, JsonRoundTripAndErrorsNameTheField) {
   TuningHints h;
   EXPECT_TRUE(h.empty());

@@ -43,6 +43,7 @@ def main():
     ap.add_argument("--min-src-mb", type=float, default=0, help="skip layers with a smaller source (MB)")
     ap.add_argument("--min-cout", type=int, default=0, help="skip layers with fewer output channels")
     ap.add_argument("--default-has", help="only layers whose default kernel name contains this (e.g. _col_)")
+    ap.add_argument("--default-lacks", help="skip layers whose default kernel name contains this (e.g. _depthwise)")
     ap.add_argument("--over-default", action="store_true",
                     help="apply the hints over the default plan's choices instead of over the heuristic")
     a = ap.parse_args()
@@ -69,6 +70,8 @@ def main():
             except Exception:
                 continue
             if a.default_has and a.default_has not in default.name:
+                continue
+            if a.default_lacks and a.default_lacks in default.name:
                 continue
             if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
                 continue
