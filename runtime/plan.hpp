@@ -182,9 +182,10 @@ struct Plan {
   // 16-bit data, row families without pairs: the kernel reads a copy of the source widened to f32
   // (TuningHints::widen_src); its strides count f32 elements, the output keeps the data type.
   bool widen_src = false;
-  // ncx_row_buffer (and the dot family's source copy), 2-D or 3-D with one z tap per output plane: output
-  // rows per band of one output plane (TuningHints::band_rows); a task transposes the input rows its band
-  // reads into a thread-local NXC band laid out like the whole-source copy (0: that copy).
+  // ncx_row_buffer (and the dot family's source copy), or NXC with widen_src; 2-D or 3-D with one z tap per
+  // output plane: output rows per band of one output plane (TuningHints::band_rows); a task transposes (NXC:
+  // widens) the input rows its band reads into a thread-local NXC band laid out like the whole-source copy
+  // (0: that copy).
   int64_t band_rows = 0;
   int64_t ic_vectors = 0;       // dot: input-channel vectors per pixel
   int ic_tail_lanes = 0;        // dot: real channels of the last input-channel vector (0 = all; with
@@ -324,8 +325,8 @@ bool widening_repays_on_avx2(int64_t oc_per_group, int64_t taps);
 // bf16 data on AVX-512 with the avx512_bf16 instructions (vdpbf16ps channel pairs, vcvtneps2bf16); each
 // family decides whether it reduces in pairs (Plan::ic_pairs).
 bool avx512_bf16_usable(DType t, Isa isa);
-// Bands of the NCX source transposed per task (Plan::band_rows): where the plan allows them, the band
-// height by the hint or default_band_rows (0: the whole-source copy).
+// Bands of the source transposed (NCX) or widened (NXC) per task (Plan::band_rows): where the plan allows
+// them, the band height by the hint or default_band_rows (0: the whole-source copy).
 bool band_possible(const Plan& pl);
 // Plan::fused_x_taps: the depthwise or dot family with 2+ x taps in some phase, a block's pixels along x,
 // and registers for the taps' weights and a source vector next to the accumulators.

@@ -1,6 +1,6 @@
 // Planning, how the source reaches the row kernels: widened to f32 once (Plan::widen_src), asked for ahead
-// of the FMAs (Plan::prefetch_src), and for NCX through the row buffer, band by band (Plan::band_rows)
-// rather than as one whole-tensor transpose.
+// of the FMAs (Plan::prefetch_src), and for NCX through the row buffer (or NXC widened) band by band
+// (Plan::band_rows) rather than as one whole-tensor transpose (or widened copy).
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -199,9 +199,10 @@ bool oc_inner_pays(const Plan& pl) {
 
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
-    "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's "
-    "source copy, rows of 2-D data (an input more than one row high) or of 3-D data with at most one kernel "
-    "z tap per output plane, no batch blocking and one pass over the input channels";
+    "band_rows needs NCX data through the row buffer (the direct or gemm family), NXC data with widen_src "
+    "(likewise), or the dot family's source copy, rows of 2-D data (an input more than one row high) or of "
+    "3-D data with at most one kernel z tap per output plane, no batch blocking and one pass over the input "
+    "channels";
 
 // A band is a run of output rows of one output plane: in 3-D it reads input rows of one input plane only
 // where each output plane has at most one z tap (a kernel z within the taps' step, such as k = s).

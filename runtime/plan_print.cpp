@@ -78,7 +78,7 @@ TuningHints plan_choices(const Plan& pl) {
   if (pl.dtype == DType::bf16) c.ic_pairs = pl.ic_pairs ? 1 : 0;  // a choice only bf16 data has
   if (nt_stores_possible(pl)) c.nt_stores = pl.nt_stores ? 1 : 0;  // likewise: where the stores can be
   if (widen_src_possible(pl)) c.widen_src = pl.widen_src ? 1 : 0;  // likewise: 16-bit row families
-  if (band_possible(pl)) c.band_rows = static_cast<int>(pl.band_rows);  // likewise: NCX row buffers
+  if (band_possible(pl)) c.band_rows = static_cast<int>(pl.band_rows);  // likewise: where bands are
   if (fuse_x_possible(pl)) c.fuse_x_taps = pl.fused_x_taps ? 1 : 0;     // likewise: depthwise and dot rows
   if (edge_blocks_possible(pl)) c.edge_blocks = pl.edges.empty() ? 0 : 1;  // likewise: rows with the halo
   if (weight_regs_possible(pl)) c.weight_regs = pl.weight_regs;           // likewise: AVX2 row tiles

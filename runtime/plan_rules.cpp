@@ -82,26 +82,25 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
        "gemm's long channel runs, but 4 (of 4+) in f32 gemm where each output sums at most 64 products: whole "
-       "lines; 3 otherwise for an odd multiple of 3 vectors; 4 for f16 in the direct family where "
-       "each broadcast is converted (the source not widened) and the channels fill whole blocks of 4: "
-       "f16_avx2_wide_block; 4 with "
-       "one weight vector read by the FMAs in 3 pixels: hybrid_tile_pays), never more than the channels need"},
+       "lines; 3 otherwise for an odd multiple of 3 vectors; 4 for f16 in the direct family where each "
+       "broadcast is converted (the source not widened) and the channels fill whole blocks of 4: "
+       "f16_avx2_wide_block; 4 with one weight vector read by the FMAs in 3 pixels: hybrid_tile_pays), never "
+       "more than the channels need"},
       {{"weight_regs", ""},
        "choose_tile: AVX2 direct and gemm keep every weight vector of a block in registers, except the 3 x 4 "
-       "tile (hybrid_tile_pays: f32, bf16 or f16 widened with 1024+ FLOPs per source element, channel vectors "
-       "a multiple of 4, no blocks across images, a block's weights per phase 16-512 KB), whose FMAs read the "
-       "fourth from memory"},
+       "tile (hybrid_tile_pays: f32, bf16 or f16 with a widened source, channel vectors a multiple of 4, no "
+       "blocks across images, a block's weights per phase 16-512 KB), whose FMAs read the fourth from memory"},
       {{"oc_vectors", "gemm_x"}, "plan_gemm_x: as many output channels as fit 24 accumulators"},
       {{"oc_vectors", "depthwise_x"}, "depthwise_x choose_tile: several channels per block unless their planes "
                                       "alias in L1 (a multiple of 4 KiB apart)"},
       {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
       {{"band_rows", ""},
        "choose_band_rows: NCX row buffers and widened NXC sources take bands of about 256 KB of input rows "
-       "(halved toward 16 tasks) "
-       "where such a band holds 8 times the input rows it shares with the next and there are 8+ bands; the "
-       "dot family's NCX source copy wherever an image's source exceeds one band and there are 8+ bands; in "
-       "3-D (bands of one output plane, at most one z tap each) only where an image's source passes 1 MiB and "
-       "rows are whole 8x8 tiles or 24+ pixels; otherwise the whole source is transposed first"},
+       "(halved toward 16 tasks) where such a band holds 8 times the input rows it shares with the next and "
+       "there are 8+ bands; the dot family's NCX source copy wherever an image's source exceeds one band and "
+       "there are 8+ bands; in 3-D (bands of one output plane, at most one z tap each) only where an image's "
+       "source passes 1 MiB and rows are whole 8x8 tiles or 24+ pixels; otherwise the whole source is "
+       "transposed (widened) first"},
       {{"widen_src", ""},
        "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy, or per band where the "
        "plan bands its rows) on AVX2 where each source element feeds 128+ FLOPs, on AVX-512 with at most 3 "

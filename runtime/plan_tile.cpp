@@ -17,8 +17,8 @@ int max_ur_w(Isa isa, int nv, int weight_regs) {
 }
 
 // AVX2 f16: whether the kernel will read a source widened to f32 (widen_src_pays' bound, or the hint), so
-// that its broadcasts are plain f32 loads. (Asked before the reduction's split is chosen; a split refuses
-// the widening, rare enough to leave the tile as if widened.)
+// that its broadcasts are plain f32 loads. (Asked before choose_widen_src; f16 has no channel pairs and no
+// reduction split, so the two agree.)
 bool f16_source_widened(const Plan& pl, const TuningHints& h) {
   const int64_t taps = pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel;
   const bool by_default = h.widen_src < 0 && widening_repays_on_avx2(pl.oc_per_group, taps);
