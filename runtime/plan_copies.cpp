@@ -40,7 +40,7 @@ void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h) {
 //   at 256-512, 1.16x at 512-1024, 1.05x above (gemm's three vectors); NCX 0.89x, 0.94x, 1.04x, 1.08x,
 //   1.14x, 1.00x. This default against the old one (1024+ FLOPs and at most two output vectors), on the
 //   rows it changes (docs/data/widen_src_f16_avx2_default_vs_old_*): NXC 1.074x over 476 (28 below 0.95;
-//   unet_up1 1.15x, maskrcnn_mask 1.12x, linknet_final 1.09x), NCX 1.046x over 389 (21 below 0.95). The
+//   unet_up1 1.15x, maskrcnn_mask 1.12x, linknet_final 1.09x), NCX 1.047x over 402 (22 below 0.95). The
 //   worst were 1-D, whose rows are not banded (the widened copy streams through memory at twice the
 //   bytes); timed again against the source not widened: s197 ho06 NCX 0.81x (32 output channels: two
 //   blocks through the row buffer where the four-vector block made one), s197 ho11 NXC 0.88x,
