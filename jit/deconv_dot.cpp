@@ -44,7 +44,7 @@ class DotGenerator : public RowKernelGenerator {
   }
 
   int64_t reduction_src_bytes() const override { return full_vectors() * src_vbytes(); }
-  int src_vbytes() const { return pl_.lanes * static_cast<int>(eb()) * (pl_.ic_pairs ? 2 : 1); }
+  int src_vbytes() const { return pl_.lanes * static_cast<int>(seb()) * (pl_.ic_pairs ? 2 : 1); }
   int64_t reduction_wei_bytes() const override { return full_vectors() * vbytes(); }
 
   void emit_reduction() override {
@@ -74,7 +74,7 @@ class DotGenerator : public RowKernelGenerator {
     const int64_t oc_stride = pl_.ic_vectors * vbytes();
     for (int o = 0; o < n_oc(); ++o) vmovups(wvec(o), ptr[r_wx + o * oc_stride]);
     for (int p = 0; p < w_; ++p) {
-      const Address a = ptr[r_sx + p * pl_.src_pix_stride * eb()];
+      const Address a = ptr[r_sx + p * pl_.src_pix_stride * seb()];
       prefetch_next_block(p);
       if (pl_.ic_pairs) {  // 32 bf16 channels as they are: vdpbf16ps pairs them with the weights
         if (tail)
@@ -93,12 +93,12 @@ class DotGenerator : public RowKernelGenerator {
   // Plan::prefetch_src: pixel p's vector (or pair) at this step in the next block along the row (w pixels
   // on, where the row kernel moves r_src); past a row's last block whatever follows, which costs nothing.
   void prefetch_next_block(int p) {
-    if (pl_.prefetch_src) prefetcht0(ptr[r_sx + (w_ + p) * pl_.src_pix_stride * eb()]);
+    if (pl_.prefetch_src) prefetcht0(ptr[r_sx + (w_ + p) * pl_.src_pix_stride * seb()]);
   }
 
-  // One pixel's input-channel vector into xvec() as f32 (the tail under its mask).
+  // One pixel's input-channel vector into xvec() as f32 (the tail under its mask; a widened source is f32).
   void load_src(const Address& a, bool tail) {
-    if (io16()) {
+    if (src16()) {
       if (tail)
         load_io_lanes(xvec(), a, 0, pl_.ic_tail_lanes, k1);
       else
@@ -150,7 +150,7 @@ class DotGenerator : public RowKernelGenerator {
       bool used = false;  // (a block narrower than |k| pixels skips some between its taps' runs)
       for (int t = 0; t < n; ++t) used |= meets(j, t);
       if (!used) continue;
-      load_src(ptr[r_sx + j * pl_.src_pix_stride * eb()], tail);
+      load_src(ptr[r_sx + j * pl_.src_pix_stride * seb()], tail);
       for (int t = 0; t < n; ++t)
         if (meets(j, t))
           for (int o = 0; o < n_oc(); ++o) vfmadd231ps(acc(static_cast<int>(j - k * t), o), ftap(t, o), xvec());
@@ -177,7 +177,7 @@ class DotGenerator : public RowKernelGenerator {
     const int64_t pairs = detail::dot_even_odd_pairs(pl_);
     if (pairs == 0) return;
     const int64_t oc_stride = pl_.ic_vectors * vbytes();
-    auto pixel = [&](int p) { return ptr[r_sx + p * pl_.src_pix_stride * eb()]; };
+    auto pixel = [&](int p) { return ptr[r_sx + p * pl_.src_pix_stride * seb()]; };
     Label l_pair;
     if (pairs > 1) mov(r_ic, pairs);
     L(l_pair);

@@ -357,9 +357,10 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
   if (pl.algorithm == Algorithm::dot) {
     choose_ic_blocks(pl, h);  // rejects an ic_block hint: the dot family reduces in one pass
     choose_ic_pairs(pl, h);
+    choose_widen_src(pl, p, h);
     // bf16 widened to f32 (no pairs): each pair of whole channel vectors is loaded once and split by a
     // shift (even channels) and a mask (odd ones); the sum over channels does not mind their order.
-    pl.bf16_even_odd = pl.dtype == DType::bf16 && !pl.ic_pairs && pl.ic_per_group >= 2 * pl.lanes;
+    pl.bf16_even_odd = pl.dtype == DType::bf16 && !pl.ic_pairs && !pl.widen_src && pl.ic_per_group >= 2 * pl.lanes;
     choose_dot_tile(pl, h);
     pl.oc_blocks = 1;
     pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);

@@ -12,14 +12,14 @@ namespace deconvjit::detail {
 
 // The one refusal of widen_src.
 const char* const kWidenSrcNeeds =
-    "widen_src needs bf16 or f16 data, the direct, gemm or depthwise family without ic_pairs, and the "
-    "source channels adjacent (NXC, or NCX through the row buffer or scratch)";
+    "widen_src needs bf16 or f16 data, the direct, gemm, depthwise or dot family without ic_pairs, and the "
+    "source channels adjacent (NXC, or NCX through the row buffer, scratch or the dot family's source copy)";
 
 bool widen_src_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm ||
-                      pl.algorithm == Algorithm::depthwise;
+                      pl.algorithm == Algorithm::depthwise || pl.algorithm == Algorithm::dot;
   const bool layout = pl.layout == LayoutPath::nxc || pl.layout == LayoutPath::ncx_row_buffer ||
-                      pl.layout == LayoutPath::ncx_via_scratch;
+                      pl.layout == LayoutPath::ncx_via_scratch || pl.layout == LayoutPath::ncx_src_copy;
   return pl.dtype != DType::f32 && !pl.ic_pairs && pl.ic_blocks == 1 && family && layout;
 }
 
@@ -48,9 +48,12 @@ void choose_widen_src(Plan& pl, const Problem& p, const TuningHints& h) {
 // - AVX-512: one to three input channels, too few to widen as a group: 1.08-1.52x on all 5 such layers;
 //   over all 176 layers geomean 0.92.
 // - depthwise (a vector of channels per load, few FLOPs per element) 0.43-0.75; bf16, whose widening is
-//   one shift, 0.88-1.07 on AVX2.
+//   one shift, 0.88-1.07 on AVX2, 0.97x in bands (docs/data/widen_src_bf16_avx2_hint_sweep_nxc_zen4_2t.jsonl);
+//   AVX-512 f16 in bands 0.98x (docs/data/widen_src_f16_avx512_hint_sweep_nxc_zen4_2t.jsonl).
+// - the dot family (1-4 output channels: few FLOPs per element), AVX2: 0.82-0.88x over 63-115 rows per type
+//   and layout, but bf16 fsrcnn_x2 1.02-1.15x where widening lets its x taps fuse (docs/data/dot_widened_*).
 bool widen_src_pays(const Plan& pl, const Problem& p) {
-  if (pl.dtype != DType::f16 || pl.algorithm == Algorithm::depthwise) return false;
+  if (pl.dtype != DType::f16 || pl.algorithm == Algorithm::depthwise || pl.algorithm == Algorithm::dot) return false;
   if (pl.isa == Isa::avx512_core) return pl.ic_per_group <= 3;
   const int64_t taps = std::accumulate(p.kernel.begin(), p.kernel.end(), int64_t{1}, std::multiplies<>());
   return widening_repays_on_avx2(p.c_out_per_group(), taps);
@@ -209,7 +212,7 @@ const char* const kBandRowsNeeds =
 bool band_possible(const Plan& pl) {
   const bool family = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
   const bool route = (family && pl.layout == LayoutPath::ncx_row_buffer) ||
-                     (family && pl.layout == LayoutPath::nxc && pl.widen_src) ||
+                     ((family || pl.algorithm == Algorithm::dot) && pl.layout == LayoutPath::nxc && pl.widen_src) ||
                      (pl.algorithm == Algorithm::dot && pl.layout == LayoutPath::ncx_src_copy);
   const Axis& z = pl.axes[0];
   return route && !pl.block_over_batch && pl.ic_blocks == 1 && z.kernel <= z.tap_k_step && pl.axes[1].in > 1;

@@ -285,7 +285,8 @@ TEST_P(KernelCases, LongNcxRowsThroughTheSourceCopy) {
 
 // A 16-bit source widened to f32 once before the kernel (widen_src), in every route that can take it:
 // direct in NXC and through the NCX row buffer, with a halo, across images, gemm, depthwise, the NCX
-// scratch route, a channel tail. f32 data has nothing to widen: the hint is refused by name.
+// scratch route, a channel tail, the dot family (NXC, and NCX through its source copy, fused x taps, a
+// channel tail). f32 data has nothing to widen: the hint is refused by name.
 TEST_P(KernelCases, WidenedSource) {
   TuningHints h;
   h.widen_src = 1;
@@ -293,10 +294,12 @@ TEST_P(KernelCases, WidenedSource) {
     return T().channels(ci, co).kernel({3, 3}).stride({2, 2}).layout(DataFormat::NXC);
   };
   if (dtype() == DType::f32) return expect_refused(k3(4, 4).input({3, 3}).hints(h), "widen_src", "f32 widen_src");
-  TuningHints halo = h, batch = h, scratch = h;
+  TuningHints halo = h, batch = h, scratch = h, dot = h, fused = h;
   halo.x_halo = 1;
   batch.batch_block = 1;
   scratch.layout = "scratch";
+  dot.algorithm = fused.algorithm = "dot";
+  fused.fuse_x_taps = 1;
   struct Case { DeconvTester t; const char* family; };
   const Case cases[] = {
       {k3(7, 20).input({5, 9}).pads({1, 1}, {1, 1}).hints(h), "direct"},
@@ -306,6 +309,9 @@ TEST_P(KernelCases, WidenedSource) {
       {k3(16, 8).input({4, 6}).kernel({2, 2}).hints(h), "gemm"},
       {k3(32, 32).groups(32).input({5, 9}).hints(h), "depthwise"},
       {k3(6, 5).input({4, 7}).layout(DataFormat::NCX).hints(scratch), "direct"},
+      {k3(40, 2).input({5, 9}).pads({1, 1}, {1, 1}).hints(dot), "dot"},
+      {k3(37, 3).batch(2).input({6, 7}).kernel({5, 5}).layout(DataFormat::NCX).hints(dot), "dot"},
+      {k3(33, 1).input({4, 11}).kernel({5, 5}).hints(fused), "dot"},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
