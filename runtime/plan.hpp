@@ -120,7 +120,8 @@ struct Plan {
   // with one shift (even channels) and one mask (odd ones), no shuffles; packed weights and accumulators
   // hold each group as its even then its odd channels, and the store interleaves them back. The dot family
   // without pairs splits its whole pairs of input-channel vectors the same way (dot_even_odd_pairs), its
-  // weights packed to match. Follows from the family, the tile and the type (no choice of its own).
+  // weights packed to match (unless the source is widened). Follows from the family, the tile, the type and
+  // widen_src (no choice of its own).
   bool bf16_even_odd = false;
   // bf16 results round to nearest even by vcvtneps2bf16 (AVX-512 on a CPU with avx512_bf16), two uops
   // where the integer rounding takes eight; the instruction flushes subnormal inputs, so a store whose

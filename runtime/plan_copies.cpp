@@ -202,8 +202,8 @@ bool oc_inner_pays(const Plan& pl) {
 
 // The one refusal of band_rows.
 const char* const kBandRowsNeeds =
-    "band_rows needs NCX data through the row buffer (the direct or gemm family), NXC data with widen_src "
-    "(likewise), or the dot family's source copy, rows of 2-D data (an input more than one row high) or of "
+    "band_rows needs NCX data through the row buffer (the direct or gemm family) or the dot family's source "
+    "copy, or NXC data with widen_src (direct, gemm, dot), rows of 2-D data (an input more than one row high) or of "
     "3-D data with at most one kernel z tap per output plane, no batch blocking and one pass over the input "
     "channels";
 

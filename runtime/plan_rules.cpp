@@ -95,14 +95,14 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                                       "alias in L1 (a multiple of 4 KiB apart)"},
       {{"oc_vectors", "dot"}, "choose_dot_tile: all output channels (one accumulator each per pixel)"},
       {{"band_rows", ""},
-       "choose_band_rows: NCX row buffers and widened NXC sources take bands of about 256 KB of input rows "
-       "(halved toward 16 tasks) where such a band holds 8 times the input rows it shares with the next and "
-       "there are 8+ bands; the dot family's NCX source copy wherever an image's source exceeds one band and "
-       "there are 8+ bands; in 3-D (bands of one output plane, at most one z tap each) only where an image's "
-       "source passes 1 MiB and rows are whole 8x8 tiles or 24+ pixels; otherwise the whole source is "
-       "transposed (widened) first"},
+       "choose_band_rows: NCX row buffers and widened NXC sources (direct, gemm) take bands of about 256 KB "
+       "of input rows (halved toward 16 tasks) where such a band holds 8 times the input rows it shares with "
+       "the next and there are 8+ bands; the dot family's NCX source copy (or widened NXC source) wherever an "
+       "image's source exceeds one band and there are 8+ bands; in 3-D (bands of one output plane, at most one "
+       "z tap each) only where an image's source passes 1 MiB and rows are whole 8x8 tiles or 24+ pixels; "
+       "otherwise the whole source is transposed (widened) first"},
       {{"widen_src", ""},
-       "choose_widen_src: f16 outside depthwise widens the source to f32 once (a copy, or per band where the "
+       "choose_widen_src: f16 outside depthwise and dot widens the source to f32 once (a copy, or per band where the "
        "plan bands its rows) on AVX2 where each source element feeds 128+ FLOPs, on AVX-512 with at most 3 "
        "input channels per group; otherwise the kernel widens what it reads"},
       {{"fuse_x_taps", ""},

@@ -153,13 +153,15 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
   const std::vector<int> nts = nt_stores_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> packs = gx ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> widens = widen_src_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
-  Plan widened = base;  // (NXC bands need a widened source: the widening's choice is enumerated beside them)
+  Plan widened = base;  // (NXC bands, and bf16 dot's fused taps, need a widened source: enumerated beside it)
   widened.widen_src = widen_src_possible(base);
+  widened.bf16_even_odd = widened.bf16_even_odd && !widened.widen_src;
   const Plan& banded = band_possible(base) ? base : widened;
   const std::vector<int> bands = band_possible(banded)
                                      ? std::vector<int>{0, static_cast<int>(default_band_rows(banded))}
                                      : std::vector<int>{-1};
-  const std::vector<int> fuses = fuse_x_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
+  const bool fusable = fuse_x_possible(base) || fuse_x_possible(widened);
+  const std::vector<int> fuses = fusable ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> edges = edge_blocks_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   const std::vector<int> prefetches = prefetch_src_possible(base) ? std::vector<int>{0, 1} : std::vector<int>{-1};
   // (group_inner: also where the base plan bands its rows, which the hint turns off)

@@ -133,15 +133,15 @@ struct TuningHints {
   // whole output vectors are written with non-temporal stores (vmovntps) where a block starts on a cache
   // line, so an output far larger than the caches goes to memory without first being read into them.
   int nt_stores = -1;
-  // bf16 and f16 data in the direct, gemm and depthwise families without channel pairs: -1 heuristic, 0
+  // bf16 and f16 data in the direct, gemm, depthwise and dot families without channel pairs: -1 heuristic, 0
   // off, 1 on. On: the source is widened to f32 once (exactly) into a copy that the kernel reads like
   // f32 data, instead of widening every element each time a tap reads it; the output keeps its type.
   int widen_src = -1;
-  // NCX through the row buffer or NXC with widen_src (direct and gemm families), or the dot family's NCX
-  // source copy; 2-D, or 3-D with one kernel z tap per output plane: -1 heuristic, 0 off, n > 0: a task
-  // takes a band of n output rows of one image (3-D: of one output plane), transposes (NXC: widens) the
-  // input rows they read into a thread-local NXC band and runs the band's rows on it, instead of the whole
-  // source being transposed (widened) first.
+  // NCX through the row buffer (direct and gemm families) or the dot family's NCX source copy, or NXC with
+  // widen_src (direct, gemm, dot); 2-D, or 3-D with one kernel z tap per output plane: -1 heuristic, 0 off,
+  // n > 0: a task takes a band of n output rows of one image (3-D: of one output plane), transposes (NXC:
+  // widens) the input rows they read into a thread-local NXC band and runs the band's rows on it, instead
+  // of the whole source being transposed (widened) first.
   int band_rows = -1;
   // depthwise family (NXC rows): -1 heuristic, 0 off, 1 on. On: the 2 or more x taps of an output phase
   // are done in one pass over the source pixels, each loaded (and widened) once for all of them, instead

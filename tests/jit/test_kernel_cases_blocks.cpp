@@ -285,8 +285,8 @@ TEST_P(KernelCases, LongNcxRowsThroughTheSourceCopy) {
 
 // A 16-bit source widened to f32 once before the kernel (widen_src), in every route that can take it:
 // direct in NXC and through the NCX row buffer, with a halo, across images, gemm, depthwise, the NCX
-// scratch route, a channel tail, the dot family (NXC, and NCX through its source copy, fused x taps, a
-// channel tail). f32 data has nothing to widen: the hint is refused by name.
+// scratch route, a channel tail, the dot family (NXC, and NCX through its source copy whole and in bands,
+// fused x taps, a channel tail). f32 data has nothing to widen: the hint is refused by name.
 TEST_P(KernelCases, WidenedSource) {
   TuningHints h;
   h.widen_src = 1;
@@ -300,6 +300,8 @@ TEST_P(KernelCases, WidenedSource) {
   scratch.layout = "scratch";
   dot.algorithm = fused.algorithm = "dot";
   fused.fuse_x_taps = 1;
+  TuningHints dot_band = dot;
+  dot_band.band_rows = 2;
   struct Case { DeconvTester t; const char* family; };
   const Case cases[] = {
       {k3(7, 20).input({5, 9}).pads({1, 1}, {1, 1}).hints(h), "direct"},
@@ -312,6 +314,7 @@ TEST_P(KernelCases, WidenedSource) {
       {k3(40, 2).input({5, 9}).pads({1, 1}, {1, 1}).hints(dot), "dot"},
       {k3(37, 3).batch(2).input({6, 7}).kernel({5, 5}).layout(DataFormat::NCX).hints(dot), "dot"},
       {k3(33, 1).input({4, 11}).kernel({5, 5}).hints(fused), "dot"},
+      {k3(35, 2).input({8, 9}).layout(DataFormat::NCX).hints(dot_band), "dot"},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
@@ -442,8 +445,8 @@ TEST_P(KernelCases, SourceBands) {
 // NXC data widened to f32 band by band (widen_src with band_rows): each band task copies the input rows its
 // output rows read, widened, into L2 instead of one whole widened copy. Bands of one row and of the whole
 // height, a halo, pads, rows with no taps, groups, batches on oneTBB, the channel block innermost (oc_inner,
-// which a band walks per row), the gemm family, 3-D planes; the default on AVX2 f16 where an image's source
-// spans several 256 KB bands.
+// which a band walks per row), the gemm and dot families (fused x taps, channel tails), 3-D planes; the
+// default on AVX2 f16 where an image's source spans several 256 KB bands.
 TEST_P(KernelCases, NxcWidenedBands) {
   if (dtype() == DType::f32) GTEST_SKIP() << "widen_src needs 16-bit data";
   auto k3 = [&](int64_t ci, int64_t co) {
@@ -455,10 +458,12 @@ TEST_P(KernelCases, NxcWidenedBands) {
     h.band_rows = rows;
     return h;
   };
-  TuningHints halo = bands(3), inner = bands(2), gemm = bands(2);
+  TuningHints halo = bands(3), inner = bands(2), gemm = bands(2), dot = bands(1), dot_fused = bands(2);
   halo.x_halo = 1;
   inner.oc_inner = 1, inner.oc_vectors = 1;
   gemm.algorithm = "gemm";
+  dot.algorithm = dot_fused.algorithm = "dot";
+  dot_fused.fuse_x_taps = 1;
   const DeconvTester cases[] = {
       k3(7, 20).input({9, 11}).hints(bands(1)),
       k3(7, 20).input({9, 11}).pads({1, 1}, {1, 1}).hints(bands(17)),
@@ -466,6 +471,8 @@ TEST_P(KernelCases, NxcWidenedBands) {
       k3(6, 5).input({7, 9}).kernel({1, 1}).hints(bands(2)),  // every other row has no tap
       k3(8, 12).groups(2).input({6, 10}).hints(bands(4)),
       k3(12, 40).batch(2).input({6, 7}).pads({1, 1}, {1, 1}).hints(inner),
+      k3(37, 2).batch(2).input({7, 9}).kernel({5, 5}).pads({2, 2}, {1, 1}).hints(dot),  // the dot family
+      k3(33, 1).input({6, 11}).kernel({5, 5}).hints(dot_fused),
       k3(16, 24).input({6, 8}).kernel({2, 2}).hints(gemm),
       T().rank(3).channels(13, 20).batch(2).input({3, 7, 9}).kernel({2, 3, 3}).stride({2, 2, 2})
           .pads({0, 1, 1}, {0, 1, 0}).layout(DataFormat::NXC).hints(halo),
