@@ -493,12 +493,10 @@ void run_banded(const CompiledKernel& k, const T* src, const float* packed, T* d
     for (int64_t iy = lo; iy <= hi; ++iy) {
       S* r = band + (iy - lo) * row;
       zero_halo(r, c, pl.halo_left, x, a[2].in);
-      if (pl.layout == LayoutPath::nxc) {
+      if (pl.layout == LayoutPath::nxc)  // a row of pixels, widened as it is copied
         move_run(src + (n * in_sp + (iz * a[1].in + iy) * x) * c, r + pl.halo_left * c, x * c, p.dtype);
-        continue;
-      }
-      const T* from = src + n * c * in_sp + (iz * a[1].in + iy) * x;
-      move_block(from, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
+      else
+        move_block(src + n * c * in_sp + (iz * a[1].in + iy) * x, in_sp, r + pl.halo_left * c, c, c, x, p.dtype);
     }
     const int64_t shift = n * pl.src_n + (iz * a[1].in + lo) * row;
     const int64_t row_parts = (oy1 - oy0) * parts;
