@@ -414,7 +414,7 @@ inline int weights_in_registers(const Plan& pl, int nv) {
   return pl.weight_regs == 0 || pl.weight_regs >= pl.oc_vectors ? nv : std::min(pl.weight_regs, nv);
 }
 extern const char* const kWeightRegsNeeds;
-void choose_dot_tile(Plan& pl, const TuningHints& h);
+void choose_dot_tile(Plan& pl, const Problem& p, const TuningHints& h);
 void choose_acc_chains(Plan& pl);
 int max_x_taps(const Plan& pl);
 bool dot_fusion_pays(const Plan& pl, int ur);

@@ -78,7 +78,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
       {{"batch_block", "col_x"}, "plan_col_x: off (tiles across images measured 0.8-1.09x on one-vector rows)"},
       {{"x_split", "col_x"}, "plan_col_x: parts of at least 32 tiles when rows (of every image and group) give "
                              "fewer than 32 tasks (at most 8)"},
-      {{"ur_w", "dot"}, "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2)"},
+      {{"ur_w", "dot"},
+       "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2); one pixel "
+       "where the source streams from memory (16 MiB or more, kernel 1 on every axis) and the block would span "
+       "1 KB or more (dot_streams_pixels: pixel by pixel, in address order)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
        "gemm's long channel runs, but 4 (of 4+) in f32 gemm where each output sums at most 64 products: whole "

@@ -111,13 +111,34 @@ int dot_plain_ur(const Plan& pl) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, extent)));
 }
 
+// A dot block of w pixels reads, step by step, one channel vector of each: lines a pixel apart, back and
+// forth over the block, an order the hardware prefetchers do not follow. From the caches that costs nothing;
+// streamed from DRAM it does. Zen 4, one thread, 1x1 layers 96 -> 1 of 2.3-92 MB: 55-63 GB/s with 12 pixels
+// in L3 against 45-55 with one, but from 23 MB 10-12 GB/s against 25-32 (software prefetch of the next
+// blocks into L1 or L2, 1-8 blocks ahead, won back half of it at best). So where every source pixel meets
+// one tap (kernel 1 on every axis: no other tap reads it from cache again), the source passes half the L3
+// (16 MiB) and the block spans 1 KB or more, a block is one pixel, read in address order. Against the
+// widest block, 2 threads, NXC (docs/data/dot_stream_ur1_zen4_2t.txt): 1-4 outputs of 32-256 channels,
+// f32 from 22 MB 1.10-2.66x (holdout s229 ho47, 96 -> 1 over 88 MiB: AVX2 4.8 -> 1.8 ms, oneDNN 3.2; s151
+// ho33 1.65-1.76x), bf16 and f16 from 39 MiB 1.40-3.57x; at 16.5 MiB bf16 and f16 on AVX2 lost (0.73-0.80x;
+// AVX-512 1.31-1.64x). A block spanning under 1 KB is near enough to address order (AVX2: 2 pixels of 48
+// f32 or 128 bf16 channels), and with taps that reread the source (2x2 stride 2) the block stays wide.
+bool dot_streams_pixels(const Plan& pl, const Problem& p, int ur) {
+  constexpr int64_t kMinSrcBytes = int64_t{16} << 20, kMinSpanBytes = 1024;
+  const bool one_tap = pl.axes[0].kernel == 1 && pl.axes[1].kernel == 1 && pl.axes[2].kernel == 1;
+  const int64_t pixel = pl.block_over_batch ? p.src_elements() / p.batch : pl.src_channels;  // (strides unset)
+  const int64_t span = ur * pixel * pl.src_elem_bytes();
+  return one_tap && span >= kMinSpanBytes && p.src_elements() * pl.src_elem_bytes() >= kMinSrcBytes;
+}
+
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
 // weights).
-void choose_dot_tile(Plan& pl, const TuningHints& h) {
+void choose_dot_tile(Plan& pl, const Problem& p, const TuningHints& h) {
   const int oc = static_cast<int>(pl.oc_per_group);
   check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
   const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
   int ur = dot_plain_ur(pl);
+  if (dot_streams_pixels(pl, p, ur)) ur = 1;
   Plan fused = pl;  // the block fused x taps would take, asked of fuse_x_possible
   fused.oc_vectors = oc;
   fused.ur_w = std::min(ur, fit - max_x_taps(pl));

@@ -1,5 +1,6 @@
-// Software prefetch of the source (runtime/plan_copies.cpp, prefetch_src_pays; col_x_prefetch_pays), planned
-// for any CPU: its bounds, the layouts and families that never take it, and the hint both ways.
+// Software prefetch of the source (runtime/plan_copies.cpp, prefetch_src_pays; col_x_prefetch_pays) and the
+// dot family's one-pixel blocks over a streamed source, planned for any CPU: their bounds, the layouts and
+// families that never take them, and the hints.
 #include <gtest/gtest.h>
 
 #include "deconvjit/deconvjit.hpp"
@@ -92,6 +93,38 @@ TEST(PlanPrefetch, ColXAsksWhereARowSpansSeveralTiles) {
     EXPECT_EQ(kept.algorithm, plan_for(DeconvTester(t).input({5, 60}), isa).algorithm);
     EXPECT_FALSE(kept.prefetch_src);
   }
+}
+
+// A dot row streamed from memory reads one pixel per block, in address order (plan_tile.cpp,
+// dot_streams_pixels): kernel 1 on every axis, 16 MiB of source and a block that would span 1 KB or more.
+TEST(PlanPrefetch, DotReadsAStreamedSourcePixelByPixel) {
+  // 96 -> 1 over 7 x c pixels of 384 bytes: 16 MiB is 43690.7 pixels.
+  auto head = [](int64_t cols) {
+    return DeconvTester().channels(96, 1).input({7, cols}).kernel({1, 1}).layout(DataFormat::NXC);
+  };
+  for (Isa isa : kIsas) {
+    SCOPED_TRACE(to_string(isa));
+    const Plan at = plan_for(head(6242), isa), below = plan_for(head(6241), isa);
+    ASSERT_EQ(at.algorithm, Algorithm::dot);
+    EXPECT_EQ(at.ur_w, 1);
+    EXPECT_EQ(below.ur_w, dot_plain_ur(below));
+    EXPECT_GT(below.ur_w, 2);
+    EXPECT_GT(plan_for(head(6242).dtype(DType::bf16), isa).ur_w, 2);  // half the bytes
+    EXPECT_EQ(plan_for(head(12484).dtype(DType::f16), isa).ur_w, 1);
+    // Taps that read each source pixel again from the caches keep the block wide.
+    const Plan taps = plan_for(head(12484).kernel({2, 2}).stride({2, 2}), isa);
+    ASSERT_EQ(taps.algorithm, Algorithm::dot);
+    EXPECT_GT(taps.ur_w, 2);
+    TuningHints four;
+    four.ur_w = 4;
+    EXPECT_EQ(plan_for(head(6242), isa, four).ur_w, 4);  // the hint decides
+  }
+  // 16 channels (64 bytes a pixel) over 512 x 512 pixels: AVX2's 12 pixels span 768 bytes and stay, AVX-512's
+  // 16 span 1 KB and read one at a time.
+  const DeconvTester narrow = DeconvTester().channels(16, 1).input({512, 512}).kernel({1, 1})
+                                  .layout(DataFormat::NXC);
+  EXPECT_EQ(plan_for(narrow, Isa::avx2).ur_w, 12);
+  EXPECT_EQ(plan_for(narrow, Isa::avx512_core).ur_w, 1);
 }
 
 }  // namespace
