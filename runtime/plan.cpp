@@ -336,6 +336,7 @@ void finish_rows(Plan& pl, const TuningHints& h) {
   choose_acc_chains(pl);
   set_src_strides(pl);
   fit_block_to_l1_sets(pl, h);
+  fit_block_to_streams(pl, h);
   choose_threading(pl, h);
   set_dst_strides(pl);
 }
@@ -361,7 +362,7 @@ void plan_rows(Plan& pl, const Problem& p, const TuningHints& h) {
     // bf16 widened to f32 (no pairs): each pair of whole channel vectors is loaded once and split by a
     // shift (even channels) and a mask (odd ones); the sum over channels does not mind their order.
     pl.bf16_even_odd = pl.dtype == DType::bf16 && !pl.ic_pairs && !pl.widen_src && pl.ic_per_group >= 2 * pl.lanes;
-    choose_dot_tile(pl, p, h);
+    choose_dot_tile(pl, h);
     pl.oc_blocks = 1;
     pl.main = pl.last = make_kind(pl, pl.oc_vectors, 0);
     check_hint(h.oc_loop <= 1, "oc_loop applies to the depthwise family");

@@ -414,11 +414,13 @@ inline int weights_in_registers(const Plan& pl, int nv) {
   return pl.weight_regs == 0 || pl.weight_regs >= pl.oc_vectors ? nv : std::min(pl.weight_regs, nv);
 }
 extern const char* const kWeightRegsNeeds;
-void choose_dot_tile(Plan& pl, const Problem& p, const TuningHints& h);
+void choose_dot_tile(Plan& pl, const TuningHints& h);
 void choose_acc_chains(Plan& pl);
 int max_x_taps(const Plan& pl);
 bool dot_fusion_pays(const Plan& pl, int ur);
 int dot_plain_ur(const Plan& pl);  // the dot family's block without fused taps
+int streamed_block_cap(const Plan& pl);  // 0, or the widest block over a source streamed from DRAM
+void fit_block_to_streams(Plan& pl, const TuningHints& h);
 
 inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;

@@ -111,34 +111,13 @@ int dot_plain_ur(const Plan& pl) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, extent)));
 }
 
-// A dot block of w pixels reads, step by step, one channel vector of each: lines a pixel apart, back and
-// forth over the block, an order the hardware prefetchers do not follow. From the caches that costs nothing;
-// streamed from DRAM it does. Zen 4, one thread, 1x1 layers 96 -> 1 of 2.3-92 MB: 55-63 GB/s with 12 pixels
-// in L3 against 45-55 with one, but from 23 MB 10-12 GB/s against 25-32 (software prefetch of the next
-// blocks into L1 or L2, 1-8 blocks ahead, won back half of it at best). So where every source pixel meets
-// one tap (kernel 1 on every axis: no other tap reads it from cache again), the source passes half the L3
-// (16 MiB) and the block spans 1 KB or more, a block is one pixel, read in address order. Against the
-// widest block, 2 threads, NXC (docs/data/dot_stream_ur1_zen4_2t.txt): 1-4 outputs of 32-256 channels,
-// f32 from 22 MB 1.10-2.66x (holdout s229 ho47, 96 -> 1 over 88 MiB: AVX2 4.8 -> 1.8 ms, oneDNN 3.2; s151
-// ho33 1.65-1.76x), bf16 and f16 from 39 MiB 1.40-3.57x; at 16.5 MiB bf16 and f16 on AVX2 lost (0.73-0.80x;
-// AVX-512 1.31-1.64x). A block spanning under 1 KB is near enough to address order (AVX2: 2 pixels of 48
-// f32 or 128 bf16 channels), and with taps that reread the source (2x2 stride 2) the block stays wide.
-bool dot_streams_pixels(const Plan& pl, const Problem& p, int ur) {
-  constexpr int64_t kMinSrcBytes = int64_t{16} << 20, kMinSpanBytes = 1024;
-  const bool one_tap = pl.axes[0].kernel == 1 && pl.axes[1].kernel == 1 && pl.axes[2].kernel == 1;
-  const int64_t pixel = pl.block_over_batch ? p.src_elements() / p.batch : pl.src_channels;  // (strides unset)
-  const int64_t span = ur * pixel * pl.src_elem_bytes();
-  return one_tap && span >= kMinSpanBytes && p.src_elements() * pl.src_elem_bytes() >= kMinSrcBytes;
-}
-
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
 // weights).
-void choose_dot_tile(Plan& pl, const Problem& p, const TuningHints& h) {
+void choose_dot_tile(Plan& pl, const TuningHints& h) {
   const int oc = static_cast<int>(pl.oc_per_group);
   check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
   const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
   int ur = dot_plain_ur(pl);
-  if (dot_streams_pixels(pl, p, ur)) ur = 1;
   Plan fused = pl;  // the block fused x taps would take, asked of fuse_x_possible
   fused.oc_vectors = oc;
   fused.ur_w = std::min(ur, fit - max_x_taps(pl));
@@ -247,6 +226,49 @@ int accumulator_sets(const Plan& pl, int w, int nv) {
 void choose_acc_chains(Plan& pl) {
   const bool direct = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
   pl.acc_chains = direct ? 8 : 1;
+}
+
+// A block of w pixels reads, step by step, a few channels of each: w lines a pixel apart side by side, then
+// the next line of each. From the caches that costs nothing; streamed from DRAM the hardware prefetchers
+// keep up with a few such streams only. Zen 4, one thread, dot 1x1 96 -> 1 over 2.3-92 MB: 55-63 GB/s with
+// 12 pixels in L3 against 45-55 with one, but from 23 MB 10-12 GB/s against 25-32 (software prefetch of the
+// next blocks into L1 or L2, 1-8 blocks ahead, won back half of it at best). So where the kernel streams the
+// caller's source (16 MiB or more, half the L3), no tap reads a pixel again from the caches (kernel <= stride
+// on every axis; for dot, whose taps at kernel == stride lost, kernel 1) and the block's source spans 1 KB
+// or more (under that it is near enough to address order), the block narrows:
+// - dot (a vector of each pixel per step, its line in two steps): one pixel, in address order. Against the
+//   widest block, 2 threads, NXC (docs/data/dot_stream_ur1_zen4_2t.txt): 1-4 outputs of 32-256 channels,
+//   f32 from 22 MB 1.10-2.66x (holdout s229 ho47, 96 -> 1 over 88 MiB: AVX2 4.8 -> 1.8 ms, oneDNN 3.2; s151
+//   ho33 1.65-1.76x), bf16 and f16 from 39 MiB 1.40-3.57x; at 16.5 MiB bf16 and f16 on AVX2 lost (0.73-0.80x;
+//   AVX-512 1.31-1.64x); 2x2 stride 2 0.78-0.95x.
+// - direct and gemm in f32 (4 channels of each pixel per step, a line in four): at most 6 pixels (docs/data/
+//   gemm_stream_ur6_zen4_2t.txt). Drawn 1x1 and 2x2 stride 2 layers of 22-117 MB: blocks of 12 and 28
+//   pixels of one vector 1.14-1.70x at 6, 8 of two 1.05-1.07x; AVX2's 6 x 2 stays (at 4: 0.84-1.08x). The
+//   11 suite and holdout rows it moves 1.02-2.34x (s131 ho09 2.34x, s97 ho02 1.54-2.20x; col's inner GEMM
+//   1.09-1.23x). 16-bit rows measured 0.88-1.02x and keep their blocks, as does s151 ho41 (912 bytes, 0.94x).
+int streamed_block_cap(const Plan& pl) {
+  constexpr int64_t kMinSrcBytes = int64_t{16} << 20, kMinSpanBytes = 1024;
+  const auto& a = pl.axes;
+  const int64_t src_bytes = pl.batch * a[0].in * a[1].in * a[2].in * pl.src_channels * pl.src_elem_bytes();
+  if (src_bytes < kMinSrcBytes || pl.widen_src || pl.band_rows > 0) return 0;
+  const int64_t span = pl.ur_w * pl.src_pix_stride * pl.src_elem_bytes();  // the block's source, first to last
+  if (pl.algorithm == Algorithm::dot) {
+    const bool one_tap = a[0].kernel == 1 && a[1].kernel == 1 && a[2].kernel == 1;
+    return one_tap && span >= kMinSpanBytes ? 1 : 0;
+  }
+  const bool no_reread = a[0].kernel <= a[0].stride && a[1].kernel <= a[1].stride && a[2].kernel <= a[2].stride;
+  const bool rows = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
+  return rows && no_reread && pl.dtype == DType::f32 && span >= kMinSpanBytes ? 6 : 0;
+}
+
+// Narrows the block to streamed_block_cap, balanced along the row (as fit_block_to_l1_sets does).
+void fit_block_to_streams(Plan& pl, const TuningHints& h) {
+  if (h.ur_w || pl.src_ic_stride != 1) return;
+  const int cap = streamed_block_cap(pl);
+  if (cap == 0 || pl.ur_w <= cap) return;
+  const Axis& x = pl.axes[2];
+  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
+  pl.ur_w = static_cast<int>(ceil_div(extent, ceil_div(extent, cap)));
 }
 
 }  // namespace deconvjit::detail

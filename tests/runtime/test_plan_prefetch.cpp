@@ -96,7 +96,7 @@ TEST(PlanPrefetch, ColXAsksWhereARowSpansSeveralTiles) {
 }
 
 // A dot row streamed from memory reads one pixel per block, in address order (plan_tile.cpp,
-// dot_streams_pixels): kernel 1 on every axis, 16 MiB of source and a block that would span 1 KB or more.
+// streamed_block_cap): kernel 1 on every axis, 16 MiB of source and a block that would span 1 KB or more.
 TEST(PlanPrefetch, DotReadsAStreamedSourcePixelByPixel) {
   // 96 -> 1 over 7 x c pixels of 384 bytes: 16 MiB is 43690.7 pixels.
   auto head = [](int64_t cols) {
@@ -125,6 +125,34 @@ TEST(PlanPrefetch, DotReadsAStreamedSourcePixelByPixel) {
                                   .layout(DataFormat::NXC);
   EXPECT_EQ(plan_for(narrow, Isa::avx2).ur_w, 12);
   EXPECT_EQ(plan_for(narrow, Isa::avx512_core).ur_w, 1);
+}
+
+// The direct and gemm families over a streamed source (16 MiB, no tap rereading a pixel: kernel <= stride)
+// take at most 6 pixels a block (streamed_block_cap), balanced along the row.
+TEST(PlanPrefetch, RowBlocksOverAStreamedSourceTakeAtMostSixPixels) {
+  // One vector of outputs (AVX2 8 channels: 12 pixels; AVX-512 16: 28) from 96 channels, 384 bytes a pixel.
+  for (Isa isa : kIsas) {
+    SCOPED_TRACE(to_string(isa));
+    const int64_t oc = isa == Isa::avx2 ? 8 : 16;
+    auto layer = [&](int64_t cols) {
+      return DeconvTester().channels(96, oc).input({7, cols}).kernel({1, 1}).layout(DataFormat::NXC);
+    };
+    const Plan at = plan_for(layer(6242), isa), below = plan_for(layer(6241), isa);
+    ASSERT_TRUE(at.algorithm == Algorithm::gemm || at.algorithm == Algorithm::direct) << at.name;
+    ASSERT_EQ(at.oc_vectors, 1);
+    EXPECT_EQ(at.ur_w, 6);
+    EXPECT_EQ(below.ur_w, isa == Isa::avx2 ? 12 : 28);
+    EXPECT_GT(plan_for(layer(12484).dtype(DType::f16), isa).ur_w, 6);  // 16-bit keeps its block
+    // 2x2 stride 2 reads each pixel once too; 3x3 stride 1 reads it again for other taps and keeps its block.
+    EXPECT_EQ(plan_for(layer(6242).kernel({2, 2}).stride({2, 2}), isa).ur_w, 6);
+    const Plan taps = plan_for(layer(6242).kernel({3, 3}).pads({1, 1}, {1, 1}), isa);
+    EXPECT_GT(taps.ur_w, 6) << taps.name;
+    // Balanced: a row of 20 output pixels takes blocks of 5, not 6 + 6 + 6 + 2.
+    EXPECT_EQ(plan_for(DeconvTester(layer(20)).input({2200, 20}), isa).ur_w, 5);
+    TuningHints wide;
+    wide.ur_w = 9;
+    EXPECT_EQ(plan_for(layer(6242), isa, wide).ur_w, 9);  // the hint decides
+  }
 }
 
 }  // namespace
