@@ -157,7 +157,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                           "where a block's channels start or end inside a cache line of an NXC-shaped output "
                           "(not the row buffer)"},
       {{"batch_block", ""}, "choose_batch_blocking: at least 4 images and rows shorter than two blocks (never gemm "
-                           "whose folded pixels overhang the row)"},
+                           "whose folded pixels overhang the row, nor dot rows that fuse their x taps: dot_row_fuses)"},
       {{"parallel", ""}, "choose_parallel: oneTBB from 2 MFLOP or 16K elements of operands; smaller problems run on the calling "
                         "thread"},
       {{"oc_loop", ""}, "choose_oc_loop: a depthwise call walks all channel blocks (without a tail or row buffer; "

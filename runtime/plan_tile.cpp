@@ -111,6 +111,22 @@ int dot_plain_ur(const Plan& pl) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(cap, extent)));
 }
 
+// The block fused x taps would take (asked of fuse_x_possible): the plain one less a register per tap.
+Plan dot_fused_block(const Plan& pl) {
+  const int oc = static_cast<int>(pl.oc_per_group);
+  Plan fused = pl;
+  fused.oc_vectors = oc;
+  fused.ur_w = std::min(dot_plain_ur(pl), (vector_registers(pl.isa) - oc - 1) / oc - max_x_taps(pl));
+  return fused;
+}
+
+// Whether choose_dot_tile will fuse the row's x taps, asked before the plan blocks over images (which do
+// not fuse). bf16 does not: its channel pairs and even/odd halves, chosen later, load the source their way.
+bool dot_row_fuses(const Plan& pl) {
+  const Plan fused = dot_fused_block(pl);
+  return pl.dtype != DType::bf16 && fused.ur_w >= 1 && fuse_x_possible(fused) && dot_fusion_pays(pl, fused.ur_w);
+}
+
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
 // weights).
 void choose_dot_tile(Plan& pl, const TuningHints& h) {
@@ -118,9 +134,7 @@ void choose_dot_tile(Plan& pl, const TuningHints& h) {
   check_hint(!h.oc_vectors || h.oc_vectors == oc, "the dot family holds all output channels");
   const int fit = (vector_registers(pl.isa) - oc - 1) / oc;
   int ur = dot_plain_ur(pl);
-  Plan fused = pl;  // the block fused x taps would take, asked of fuse_x_possible
-  fused.oc_vectors = oc;
-  fused.ur_w = std::min(ur, fit - max_x_taps(pl));
+  const Plan fused = dot_fused_block(pl);
   const bool wanted = h.fuse_x_taps == 1 || (h.fuse_x_taps < 0 && dot_fusion_pays(pl, fused.ur_w));
   if (!h.ur_w && fused.ur_w >= 1 && fuse_x_possible(fused) && wanted) ur = fused.ur_w;
   if (h.ur_w) {

@@ -237,5 +237,31 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
   EXPECT_EQ(ncx(4, 4).algorithm, detail::Algorithm::dot_x);  // 4 channels: a dot block of 2 pixels
 }
 
+// Rows of a few pixels over several images block across the images, except where the dot family would fuse
+// the row's x taps (choose_batch_blocking, dot_row_fuses): holdout s229 ho31's shape.
+TEST(PlanHeuristic, DotRowsThatFuseDoNotBlockOverImages) {
+  auto ho31 = [](int64_t k, int64_t s, DType t) {
+    return DeconvTester().layout(DataFormat::NXC).batch(16).channels(128, 1).input({8, 8}).kernel({k, k})
+        .stride({s, s}).pads({k / 4, k / 4}, {k / 4, k / 4}).dtype(t);
+  };
+  auto plan_on = [](const DeconvTester& t, Isa isa) { return detail::make_plan(resolve(t.descriptor()), isa, {}, false); };
+  for (DType t : {DType::f32, DType::f16}) {
+    const detail::Plan fused = plan_on(ho31(16, 8, t), Isa::avx512_core);
+    ASSERT_EQ(fused.algorithm, detail::Algorithm::dot);
+    EXPECT_FALSE(fused.block_over_batch);
+    EXPECT_EQ(fused.fused_x_taps, 2);
+  }
+  // Phases of one x tap (kernel 8 at stride 8) have nothing to fuse: the rows block over the images.
+  const detail::Plan one_tap = plan_on(ho31(8, 8, DType::f32), Isa::avx512_core);
+  ASSERT_EQ(one_tap.algorithm, detail::Algorithm::dot);
+  EXPECT_TRUE(one_tap.block_over_batch);
+  // bf16 takes channel pairs or even/odd halves, which do not fuse: blocks over images.
+  EXPECT_TRUE(plan_on(ho31(16, 8, DType::bf16), Isa::avx512_core).block_over_batch);
+  TuningHints blocks;
+  blocks.batch_block = 1;
+  const auto hinted = resolve(ho31(16, 8, DType::f32).descriptor());
+  EXPECT_TRUE(detail::make_plan(hinted, Isa::avx512_core, blocks).block_over_batch);  // the hint decides
+}
+
 }  // namespace
 }  // namespace deconvjit
