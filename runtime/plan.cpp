@@ -200,9 +200,10 @@ bool choose_batch_blocking(const Plan& pl, const TuningHints& h) {
   // The dot family's fused x taps load each source vector once for all the taps it meets along a row, which
   // blocks of images cannot: where the row would fuse, it stays a row. Holdout s229 ho31 (16 images of 8 x 8,
   // 128 -> 1, kernel 16 stride 8; 2 threads, AVX-512): f32 0.63 -> 0.32 ms, f16 1.31x. The other dot rows
-  // that block over images (no fused taps) keep it: 0.68-1.20x without it, 0.93 geomean
+  // that block over images (no fused taps) keep it: 0.68-1.20x without it, 0.93 geomean, but for ho31 in
+  // bf16 (channel pairs, no fusion), 1.52x without: one row, not understood, not taken
   // (docs/data/dot_nblk_fused_zen4_2t.txt).
-  if (pl.algorithm == Algorithm::dot && dot_row_fuses(pl)) return false;
+  if (pl.algorithm == Algorithm::dot && dot_row_fuses(pl, h)) return false;
   const Axis& x = pl.axes[2];
   return pl.algorithm != Algorithm::depthwise && batch_blocking_pays(pl.batch, x.out, x.stride, pl.isa);
 }

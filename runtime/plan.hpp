@@ -420,7 +420,7 @@ int max_x_taps(const Plan& pl);
 bool dot_fusion_pays(const Plan& pl, int ur);
 int dot_plain_ur(const Plan& pl);  // the dot family's block without fused taps
 Plan dot_fused_block(const Plan& pl);
-bool dot_row_fuses(const Plan& pl);  // before batch blocking
+bool dot_row_fuses(const Plan& pl, const TuningHints& h);  // before batch blocking
 int streamed_block_cap(const Plan& pl);  // 0, or the widest block over a source streamed from DRAM
 void fit_block_to_streams(Plan& pl, const TuningHints& h);
 

@@ -61,9 +61,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "choose_tile: the widest block that fits the register file next to its weight vectors and "
        "broadcasts (AVX-512: 6 pixels with 4 vectors, 8 with 2), capped by the row's pixels per phase, and "
        "narrowed (fit_block_to_l1_sets) until no L1 set holds more than 8 of the source lines one reduction "
-       "step reads (pixels a multiple of 2 KiB apart); at most 6 pixels in f32 where the source streams from "
-       "memory (16 MiB or more, kernel <= stride on every axis) and the block would span 1 KB or more "
-       "(streamed_block_cap: the prefetchers follow a few lines side by side)"},
+       "step reads (pixels a multiple of 2 KiB apart); direct and gemm: at most 6 pixels in f32 where the "
+       "source streams from memory (16 MiB or more, kernel <= stride on every axis) and the block would span "
+       "1 KB or more, not across images (streamed_block_cap: the prefetchers follow a few lines side by side)"},
       {{"ur_w", "gemm_x"}, "plan_gemm_x: as many input vectors (up to 3) as the row, or the plane, holds"},
       {{"ur_w", "depthwise_x"}, "depthwise_x choose_tile: one vector per FMA chain needed to hide latency, "
                                 "capped by the row's vectors"},
@@ -82,8 +82,8 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
                              "fewer than 32 tasks (at most 8)"},
       {{"ur_w", "dot"},
        "choose_dot_tile: the most pixels whose C_OUT accumulators fit (16 on AVX-512, 12 on AVX2); one pixel "
-       "where the source streams from memory (16 MiB or more, kernel 1 on every axis) and the block would span "
-       "1 KB or more (streamed_block_cap: pixel by pixel, in address order)"},
+       "where the source streams from memory (16 MiB or more; 16-bit on AVX2 32), kernel 1 on every axis and a "
+       "block that would span 1 KB or more, not across images (streamed_block_cap: in address order)"},
       {{"oc_vectors", ""},
        "choose_tile: 4 vectors on AVX-512 (3 when the channels divide by 3 and not 4), 2 on AVX2 (3 for "
        "gemm's long channel runs, but 4 (of 4+) in f32 gemm where each output sums at most 64 products: whole "

@@ -121,10 +121,15 @@ Plan dot_fused_block(const Plan& pl) {
 }
 
 // Whether choose_dot_tile will fuse the row's x taps, asked before the plan blocks over images (which do
-// not fuse). bf16 does not: its channel pairs and even/odd halves, chosen later, load the source their way.
-bool dot_row_fuses(const Plan& pl) {
-  const Plan fused = dot_fused_block(pl);
-  return pl.dtype != DType::bf16 && fused.ur_w >= 1 && fuse_x_possible(fused) && dot_fusion_pays(pl, fused.ur_w);
+// not fuse): as a fuse_x_taps hint says, else as dot_fusion_pays says of the block (a ur_w hint's, or the
+// fused one). bf16 is left out: the channel pairs (avx512_bf16) and even/odd halves (2+ vectors of channels)
+// chosen after this do not fuse, and where neither applies the rule was not measured.
+bool dot_row_fuses(const Plan& pl, const TuningHints& h) {
+  Plan fused = dot_fused_block(pl);
+  if (h.ur_w) fused.ur_w = h.ur_w;
+  const bool possible = fused.ur_w >= 1 && fuse_x_possible(fused);
+  if (h.fuse_x_taps >= 0) return possible && h.fuse_x_taps == 1;
+  return pl.dtype != DType::bf16 && possible && dot_fusion_pays(pl, fused.ur_w);
 }
 
 // dot: accumulators ur_w * C_OUT, C_OUT weight vectors, one input vector (fused x taps: and the taps'
@@ -246,38 +251,42 @@ void choose_acc_chains(Plan& pl) {
 // the next line of each. From the caches that costs nothing; streamed from DRAM the hardware prefetchers
 // keep up with a few such streams only. Zen 4, one thread, dot 1x1 96 -> 1 over 2.3-92 MB: 55-63 GB/s with
 // 12 pixels in L3 against 45-55 with one, but from 23 MB 10-12 GB/s against 25-32 (software prefetch of the
-// next blocks into L1 or L2, 1-8 blocks ahead, won back half of it at best). So where the kernel streams the
-// caller's source (16 MiB or more, half the L3), no tap reads a pixel again from the caches (kernel <= stride
-// on every axis; for dot, whose taps at kernel == stride lost, kernel 1) and the block's source spans 1 KB
-// or more (under that it is near enough to address order), the block narrows:
-// - dot (a vector of each pixel per step, its line in two steps): one pixel, in address order. Against the
-//   widest block, 2 threads, NXC (docs/data/dot_stream_ur1_zen4_2t.txt): 1-4 outputs of 32-256 channels,
-//   f32 from 22 MB 1.10-2.66x (holdout s229 ho47, 96 -> 1 over 88 MiB: AVX2 4.8 -> 1.8 ms, oneDNN 3.2; s151
-//   ho33 1.65-1.76x), bf16 and f16 from 39 MiB 1.40-3.57x; at 16.5 MiB bf16 and f16 on AVX2 lost (0.73-0.80x;
-//   AVX-512 1.31-1.64x); 2x2 stride 2 0.78-0.95x.
-// - direct and gemm in f32 (4 channels of each pixel per step, a line in four): at most 6 pixels (docs/data/
+// next blocks into L1 or L2, 1-8 blocks ahead, won back half of it at best). So where the kernel streams its
+// source (16 MiB or more, half the L3), each axis has one tap per phase (kernel <= stride; dot: kernel 1)
+// and the block's source spans 1 KB or more (under that it is near enough to address order), the block of
+// a row (not one across images, whose pixels lie an image apart) narrows:
+// - dot (a vector of each pixel per step): one pixel, in address order. Against the widest block, 2 threads,
+//   NXC (docs/data/dot_stream_ur1_zen4_2t.txt; identical kernels there differ by up to 0.82-1.27x): 1-4
+//   outputs of 32-256 channels, f32 from 22 MB 1.10-2.66x (holdout s229 ho47, 96 -> 1 over 88 MiB: AVX2 4.8
+//   -> 1.8 ms, oneDNN 3.2; s151 ho33 1.65-1.76x), bf16 and f16 from 39 MiB 1.40-3.57x. A 16-bit pixel on
+//   AVX2 converts each vector in its one accumulation chain, and at 16.5 MiB lost (0.73-0.80x; AVX-512
+//   1.31-1.64x): there from 32 MiB. With more taps per phase one pixel lost (2x2 stride 2 0.76-0.95x).
+// - direct and gemm in f32 (4 channels of each pixel per step): at most 6 pixels (docs/data/
 //   gemm_stream_ur6_zen4_2t.txt). Drawn 1x1 and 2x2 stride 2 layers of 22-117 MB: blocks of 12 and 28
-//   pixels of one vector 1.14-1.70x at 6, 8 of two 1.05-1.07x; AVX2's 6 x 2 stays (at 4: 0.84-1.08x). The
-//   11 suite and holdout rows it moves 1.02-2.34x (s131 ho09 2.34x, s97 ho02 1.54-2.20x; col's inner GEMM
-//   1.09-1.23x). 16-bit rows measured 0.88-1.02x and keep their blocks, as does s151 ho41 (912 bytes, 0.94x).
+//   pixels of one vector 1.14-1.70x at 6, 8 of two 1.05-1.07x; AVX2's 6 x 2 stays (at 4: 0.84-1.21x). The
+//   9 f32 suite and holdout rows it moves 1.02-2.34x (s131 ho09 2.34x, where the narrower block also takes
+//   prefetch_src; s97 ho02 1.54-2.20x), and col's inner GEMM on 2 more 1.09-1.23x. 16-bit rows measured
+//   0.88-1.02x and keep their blocks, as does s151 ho41 (a block of 912 bytes, 0.94x).
 int streamed_block_cap(const Plan& pl) {
   constexpr int64_t kMinSrcBytes = int64_t{16} << 20, kMinSpanBytes = 1024;
   const auto& a = pl.axes;
   const int64_t src_bytes = pl.batch * a[0].in * a[1].in * a[2].in * pl.src_channels * pl.src_elem_bytes();
-  if (src_bytes < kMinSrcBytes || pl.widen_src || pl.band_rows > 0) return 0;
+  if (src_bytes < kMinSrcBytes || pl.widen_src || pl.band_rows > 0 || pl.block_over_batch) return 0;
   const int64_t span = pl.ur_w * pl.src_pix_stride * pl.src_elem_bytes();  // the block's source, first to last
+  if (span < kMinSpanBytes) return 0;
   if (pl.algorithm == Algorithm::dot) {
     const bool one_tap = a[0].kernel == 1 && a[1].kernel == 1 && a[2].kernel == 1;
-    return one_tap && span >= kMinSpanBytes ? 1 : 0;
+    const bool converts = pl.isa == Isa::avx2 && pl.dtype != DType::f32;
+    return one_tap && (!converts || src_bytes >= 2 * kMinSrcBytes) ? 1 : 0;
   }
-  const bool no_reread = a[0].kernel <= a[0].stride && a[1].kernel <= a[1].stride && a[2].kernel <= a[2].stride;
+  const bool one_per_phase = a[0].kernel <= a[0].stride && a[1].kernel <= a[1].stride && a[2].kernel <= a[2].stride;
   const bool rows = pl.algorithm == Algorithm::direct || pl.algorithm == Algorithm::gemm;
-  return rows && no_reread && pl.dtype == DType::f32 && span >= kMinSpanBytes ? 6 : 0;
+  return rows && one_per_phase && pl.dtype == DType::f32 ? 6 : 0;
 }
 
 // Narrows the block to streamed_block_cap, balanced along the row (as fit_block_to_l1_sets does).
 void fit_block_to_streams(Plan& pl, const TuningHints& h) {
-  if (h.ur_w || pl.src_ic_stride != 1) return;
+  if (h.ur_w || pl.src_ic_stride != 1) return;  // NCX read in place: a block's pixels share lines
   const int cap = streamed_block_cap(pl);
   if (cap == 0 || pl.ur_w <= cap) return;
   const Axis& x = pl.axes[2];

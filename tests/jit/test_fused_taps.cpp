@@ -199,7 +199,9 @@ TEST(PlanHeuristic, DotFusesXTapsForOneOrTwoOutputChannels) {
         .dtype(t);
   };
   // (make_plan is pure: f32 and f16 plans of either ISA's own code need no particular CPU)
-  auto plan_on = [](const DeconvTester& t, Isa isa) { return detail::make_plan(resolve(t.descriptor()), isa, {}, false); };
+  auto plan_on = [](const DeconvTester& t, Isa isa) {
+    return detail::make_plan(resolve(t.descriptor()), isa, {}, false);
+  };
   const detail::Plan one = plan_on(dot(1, 9, 2, DType::f16), Isa::avx512_core);
   ASSERT_EQ(one.algorithm, detail::Algorithm::dot);
   EXPECT_EQ(one.fused_x_taps, 5);
@@ -244,7 +246,9 @@ TEST(PlanHeuristic, DotRowsThatFuseDoNotBlockOverImages) {
     return DeconvTester().layout(DataFormat::NXC).batch(16).channels(128, 1).input({8, 8}).kernel({k, k})
         .stride({s, s}).pads({k / 4, k / 4}, {k / 4, k / 4}).dtype(t);
   };
-  auto plan_on = [](const DeconvTester& t, Isa isa) { return detail::make_plan(resolve(t.descriptor()), isa, {}, false); };
+  auto plan_on = [](const DeconvTester& t, Isa isa, const TuningHints& h = {}) {
+    return detail::make_plan(resolve(t.descriptor()), isa, h, false);
+  };
   for (DType t : {DType::f32, DType::f16}) {
     const detail::Plan fused = plan_on(ho31(16, 8, t), Isa::avx512_core);
     ASSERT_EQ(fused.algorithm, detail::Algorithm::dot);
@@ -257,10 +261,16 @@ TEST(PlanHeuristic, DotRowsThatFuseDoNotBlockOverImages) {
   EXPECT_TRUE(one_tap.block_over_batch);
   // bf16 takes channel pairs or even/odd halves, which do not fuse: blocks over images.
   EXPECT_TRUE(plan_on(ho31(16, 8, DType::bf16), Isa::avx512_core).block_over_batch);
-  TuningHints blocks;
+  // The hints decide: batch_block; fuse_x_taps 0 keeps the blocks, 1 takes the row where fusion does not pay.
+  TuningHints blocks, unfused, fused;
   blocks.batch_block = 1;
-  const auto hinted = resolve(ho31(16, 8, DType::f32).descriptor());
-  EXPECT_TRUE(detail::make_plan(hinted, Isa::avx512_core, blocks).block_over_batch);  // the hint decides
+  unfused.fuse_x_taps = 0;
+  fused.fuse_x_taps = 1;
+  EXPECT_TRUE(plan_on(ho31(16, 8, DType::f32), Isa::avx512_core, blocks).block_over_batch);
+  EXPECT_TRUE(plan_on(ho31(16, 8, DType::f32), Isa::avx512_core, unfused).block_over_batch);
+  const detail::Plan asked = plan_on(ho31(16, 8, DType::f32).channels(8, 3), Isa::avx512_core, fused);
+  EXPECT_FALSE(asked.block_over_batch);  // 3 outputs: fusion does not pay by default
+  EXPECT_GT(asked.fused_x_taps, 0);
 }
 
 }  // namespace

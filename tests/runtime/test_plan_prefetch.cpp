@@ -1,6 +1,7 @@
 // Software prefetch of the source (runtime/plan_copies.cpp, prefetch_src_pays; col_x_prefetch_pays) and the
-// dot family's one-pixel blocks over a streamed source, planned for any CPU: their bounds, the layouts and
-// families that never take them, and the hints.
+// narrower blocks over a streamed source (plan_tile.cpp, streamed_block_cap: the dot family's one pixel, the
+// direct and gemm families' six), planned for any CPU: their bounds, the layouts and families that never take
+// them, and the hints.
 #include <gtest/gtest.h>
 
 #include "deconvjit/deconvjit.hpp"
@@ -96,7 +97,8 @@ TEST(PlanPrefetch, ColXAsksWhereARowSpansSeveralTiles) {
 }
 
 // A dot row streamed from memory reads one pixel per block, in address order (plan_tile.cpp,
-// streamed_block_cap): kernel 1 on every axis, 16 MiB of source and a block that would span 1 KB or more.
+// streamed_block_cap): kernel 1 on every axis, 16 MiB of source (16-bit on AVX2: 32) and a block that would
+// span 1 KB or more; not a block across images.
 TEST(PlanPrefetch, DotReadsAStreamedSourcePixelByPixel) {
   // 96 -> 1 over 7 x c pixels of 384 bytes: 16 MiB is 43690.7 pixels.
   auto head = [](int64_t cols) {
@@ -110,14 +112,23 @@ TEST(PlanPrefetch, DotReadsAStreamedSourcePixelByPixel) {
     EXPECT_EQ(below.ur_w, dot_plain_ur(below));
     EXPECT_GT(below.ur_w, 2);
     EXPECT_GT(plan_for(head(6242).dtype(DType::bf16), isa).ur_w, 2);  // half the bytes
-    EXPECT_EQ(plan_for(head(12484).dtype(DType::f16), isa).ur_w, 1);
-    // Taps that read each source pixel again from the caches keep the block wide.
+    // f16 at 16 MiB: AVX-512 one pixel; AVX2, which converts each vector in the pixel's one chain, from 32.
+    EXPECT_EQ(plan_for(head(12484).dtype(DType::f16), isa).ur_w, isa == Isa::avx2 ? dot_plain_ur(below) : 1);
+    EXPECT_EQ(plan_for(head(24967).dtype(DType::f16), isa).ur_w, 1);
+    EXPECT_EQ(plan_for(head(24966).dtype(DType::f16), isa).ur_w, isa == Isa::avx2 ? dot_plain_ur(below) : 1);
+    // More taps per phase (2x2 stride 2) keep the block wide.
     const Plan taps = plan_for(head(12484).kernel({2, 2}).stride({2, 2}), isa);
     ASSERT_EQ(taps.algorithm, Algorithm::dot);
     EXPECT_GT(taps.ur_w, 2);
     TuningHints four;
     four.ur_w = 4;
     EXPECT_EQ(plan_for(head(6242), isa, four).ur_w, 4);  // the hint decides
+    // Blocks across images (64 images of 700 pixels, 17 MB) keep their width: their pixels lie an image apart.
+    TuningHints images;
+    images.batch_block = 1;
+    const Plan across = plan_for(DeconvTester(head(1)).batch(64).input({1, 700}), isa, images);
+    ASSERT_TRUE(across.block_over_batch);
+    EXPECT_GT(across.ur_w, 2);
   }
   // 16 channels (64 bytes a pixel) over 512 x 512 pixels: AVX2's 12 pixels span 768 bytes and stay, AVX-512's
   // 16 span 1 KB and read one at a time.
@@ -127,8 +138,8 @@ TEST(PlanPrefetch, DotReadsAStreamedSourcePixelByPixel) {
   EXPECT_EQ(plan_for(narrow, Isa::avx512_core).ur_w, 1);
 }
 
-// The direct and gemm families over a streamed source (16 MiB, no tap rereading a pixel: kernel <= stride)
-// take at most 6 pixels a block (streamed_block_cap), balanced along the row.
+// The direct and gemm families over a streamed f32 source (16 MiB, one tap per phase: kernel <= stride) take
+// at most 6 pixels a block where it would span 1 KB or more (streamed_block_cap), balanced along the row.
 TEST(PlanPrefetch, RowBlocksOverAStreamedSourceTakeAtMostSixPixels) {
   // One vector of outputs (AVX2 8 channels: 12 pixels; AVX-512 16: 28) from 96 channels, 384 bytes a pixel.
   for (Isa isa : kIsas) {
@@ -143,7 +154,7 @@ TEST(PlanPrefetch, RowBlocksOverAStreamedSourceTakeAtMostSixPixels) {
     EXPECT_EQ(at.ur_w, 6);
     EXPECT_EQ(below.ur_w, isa == Isa::avx2 ? 12 : 28);
     EXPECT_GT(plan_for(layer(12484).dtype(DType::f16), isa).ur_w, 6);  // 16-bit keeps its block
-    // 2x2 stride 2 reads each pixel once too; 3x3 stride 1 reads it again for other taps and keeps its block.
+    // 2x2 stride 2 has one tap per phase too; 3x3 stride 1 has three and keeps its block.
     EXPECT_EQ(plan_for(layer(6242).kernel({2, 2}).stride({2, 2}), isa).ur_w, 6);
     const Plan taps = plan_for(layer(6242).kernel({3, 3}).pads({1, 1}, {1, 1}), isa);
     EXPECT_GT(taps.ur_w, 6) << taps.name;
@@ -153,6 +164,10 @@ TEST(PlanPrefetch, RowBlocksOverAStreamedSourceTakeAtMostSixPixels) {
     wide.ur_w = 9;
     EXPECT_EQ(plan_for(layer(6242), isa, wide).ur_w, 9);  // the hint decides
   }
+  // 19 channels (76 bytes a pixel, holdout s151 ho41) over 70 MB: AVX2's 12 pixels span 912 bytes and stay.
+  const DeconvTester ho41 = DeconvTester().batch(16).channels(19, 8).input({277, 207}).kernel({1, 1})
+                                .layout(DataFormat::NXC);
+  EXPECT_EQ(plan_for(ho41, Isa::avx2).ur_w, 12);
 }
 
 }  // namespace
