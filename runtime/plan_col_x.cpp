@@ -235,7 +235,12 @@ bool col_x_preferred(const Problem& p, Isa isa) {
   // Products per output and x tap: the channels times the z and y taps that reach it.
   int64_t reduction = ic;
   for (int i = 0; i + 1 < p.spatial_rank; ++i) reduction = reduction * p.kernel[i] / p.stride[i];
-  const bool short_reduction = ic < 8 && (p.stride.back() > 1 || reduction < 8);
+  // At stride 1 a reduction under 8 products still takes col_x where gemm_x does not apply: the row families
+  // and the row buffer do far worse there. Against the old default, NCX, 2 threads, all 9 rows it moves
+  // (docs/data/col_x_short_reduction_zen4_2t.txt): holdout s223 ho07 (8 groups of 2 -> 1, 3x3) 6.1-20.7x in
+  // the three types on both ISAs, s229 ho46 (4 groups of 4 -> 10, 1x1) on AVX2 2.5-3.0x; where gemm_x
+  // applies (AVX-512 ho46, K == s) col_x ran 0.91x of it and gemm_x stays.
+  const bool short_reduction = ic < 8 && (p.stride.back() > 1 || (reduction < 8 && gemm_x_applies(p, isa)));
   if (short_reduction || !col_x_applies(p, isa)) return false;
   if (isa == Isa::avx2) return col_x_preferred_avx2(p);
   const bool pairs = avx512_bf16_usable(p.dtype, isa);

@@ -74,7 +74,7 @@ TEST_P(ColXGroups, MatchReference) {
 // Not by default: rows filling less than half a vector (a G=4 192 -> 3 layer over rows of 5 ran 0.4x
 // against the dot family), more than 16 output channels per group that fill their vectors, fewer than 8
 // input channels per group at a stride above 1 (no reduction to hide the phase interleave) or at stride 1
-// with fewer than 8 products per x tap, K == s (gemm_x).
+// with fewer than 8 products per x tap where gemm_x applies; K == s (gemm_x).
 TEST_P(ColXGroups, NotWhereOtherFamiliesWin) {
   auto family = [&](const DeconvTester& t) { return plan_of(t).algorithm; };
   const auto k3s2 = [&](int64_t g, int64_t ci, int64_t co, V in) {
@@ -86,9 +86,13 @@ TEST_P(ColXGroups, NotWhereOtherFamiliesWin) {
   EXPECT_NE(family(k3s2(4, 16, 12, {20, 40})), detail::Algorithm::col_x);
   EXPECT_NE(family(T(2, 4, 64, 12, {20, 40}).kernel({2, 2}).stride({2, 2})), detail::Algorithm::col_x);
   // Stride 1 with few channels: a 3-D kernel's z and y taps make the reduction (3 -> 1 per group, 3x3x3:
-  // 27 products per x tap); a 2-D 2 -> 2 layer's 3 y taps do not (6).
+  // 27 products per x tap); with fewer (a 2-D 2 -> 2 layer's 3 y taps: 6; 8 groups of 2 -> 1, holdout s223
+  // ho07's shape) col_x still wins, but not where gemm_x applies (4 groups of 4 -> 10, 1x1: s229 ho46).
   EXPECT_EQ(family(T(3, 4, 12, 4, {8, 8, 40}).kernel({3, 3, 3}).pads({1, 1, 1}, {1, 1, 1})), detail::Algorithm::col_x);
-  EXPECT_NE(family(T(2, 1, 2, 2, {20, 64}).kernel({3, 3}).pads({1, 1}, {1, 1})), detail::Algorithm::col_x);
+  EXPECT_EQ(family(T(2, 1, 2, 2, {20, 64}).kernel({3, 3}).pads({1, 1}, {1, 1})), detail::Algorithm::col_x);
+  EXPECT_EQ(family(T(2, 8, 16, 8, {20, 64}).kernel({3, 3}).pads({1, 1}, {1, 1})), detail::Algorithm::col_x);
+  EXPECT_EQ(family(T(2, 4, 16, 40, {20, 64}).kernel({1, 1})), detail::Algorithm::gemm_x);
+  EXPECT_EQ(plan_on(Isa::avx2, T(2, 4, 16, 40, {20, 64}).kernel({1, 1})).algorithm, detail::Algorithm::col_x);
 }
 
 // AVX2's col_x on grouped layers, asked for by hint (its 8 lanes and 12 accumulators: kernels of at most

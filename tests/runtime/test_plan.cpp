@@ -94,11 +94,11 @@ void expect_fits_registers(const Plan& pl) {
   }
   if (pl.algorithm == Algorithm::col_x) {
     // Accumulator sets x ur_w input vectors x oc_vectors channels x kernel x in registers 0-27, the input
-    // vectors (at most 4) above them; the channel blocks cover C_OUT exactly.
+    // vectors (at most 4) above them; the channel blocks cover a group's C_OUT exactly.
     // (AVX2: registers 0-11 and at most 2 vectors)
     EXPECT_LE(pl.ic_unroll * pl.ur_w * pl.oc_vectors * pl.axes[2].kernel, regs == 32 ? 28 : 12) << pl.to_json();
     EXPECT_LE(pl.ur_w, regs == 32 ? 4 : 2) << pl.to_json();
-    EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.dst_channels) << pl.to_json();
+    EXPECT_EQ((pl.oc_blocks - 1) * pl.main.vectors + pl.last.vectors, pl.oc_per_group) << pl.to_json();
     return;
   }
   if (pl.algorithm == Algorithm::depthwise_x) {
