@@ -194,9 +194,9 @@ namespace deconvjit::detail {
 // against gemm_x, but bf16 0.31x; 2 -> 24 bf16 1.09x; 48 -> 12 f16 1.26x), the rest 0.06-1.0x. Two limits
 // found there hold for all layers: rows must fill half a vector (G=4 192 -> 3 over rows of 5 lost
 // 0.38-0.41x to the dot family's vectors of input channels; G=1 512 -> 8 over rows of 6 leaves col_x, bf16
-// 1.09x, f16 1.34x), and the 8-channel minimum is for the phase interleave, which stride 1 does not have,
-// where z and y taps lengthen the reduction to 8+ products per x tap (4 groups of 3 -> 1 in 3-D, 27
-// products, holdout s89 ho11: 35.9 -> 2.9 ms, f32; 2 -> 24 per group, 18 products, 1.04x).
+// 1.09x, f16 1.34x), and the 8-channel minimum is for the phase interleave, which stride 1 does not have
+// (4 groups of 3 -> 1 in 3-D, 27 products per x tap, holdout s89 ho11: 35.9 -> 2.9 ms, f32; 2 -> 24 per
+// group, 18 products, 1.04x; and under 8 products, see col_x_preferred).
 namespace {
 
 // AVX2 (no gemm_x there), against the default on NCX data, f32, 2 threads, on every suite and holdout
@@ -232,16 +232,14 @@ bool col_x_preferred_avx2(const Problem& p) {
 bool col_x_preferred(const Problem& p, Isa isa) {
   const int64_t ic = p.c_in_per_group(), oc = p.c_out_per_group();
   if (ic == 1 && oc == 1) return false;  // (depthwise_x)
-  // Products per output and x tap: the channels times the z and y taps that reach it.
-  int64_t reduction = ic;
-  for (int i = 0; i + 1 < p.spatial_rank; ++i) reduction = reduction * p.kernel[i] / p.stride[i];
-  // At stride 1 a reduction under 8 products still takes col_x where gemm_x does not apply: the row families
-  // and the row buffer do far worse there. Against the old default, NCX, 2 threads, all 9 rows it moves
+  // Fewer than 8 input channels per group: not above x stride 1, where no reduction hides the phase interleave.
+  // At stride 1 any number, however few products per x tap: the row families, the NCX row buffer and dot_x
+  // did worse there. Against the old default, NCX, 2 threads, all 9 suite and holdout rows it moved
   // (docs/data/col_x_short_reduction_zen4_2t.txt): holdout s223 ho07 (8 groups of 2 -> 1, 3x3) 6.1-20.7x in
-  // the three types on both ISAs, s229 ho46 (4 groups of 4 -> 10, 1x1) on AVX2 2.5-3.0x; where gemm_x
-  // applies (AVX-512 ho46, K == s) col_x ran 0.91x of it and gemm_x stays.
-  const bool short_reduction = ic < 8 && (p.stride.back() > 1 || (reduction < 8 && gemm_x_applies(p, isa)));
-  if (short_reduction || !col_x_applies(p, isa)) return false;
+  // the three types on both ISAs, s229 ho46 (4 groups of 4 -> 10, 1x1) on AVX2 2.5-3.0x; G=1 layers drawn
+  // for it 1.06-8.1x in f32 (against dot_x 1.06-1.39x, the row buffer 4.6-8.1x), bf16 and f16 on AVX-512
+  // 1.16-7.0x. K == s layers, which gemm_x runs faster (col_x 0.69-0.91x of it), leave below.
+  if ((ic < 8 && p.stride.back() > 1) || !col_x_applies(p, isa)) return false;
   if (isa == Isa::avx2) return col_x_preferred_avx2(p);
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   const double rows = lane_use(p.in.back(), 16), channels = lane_use(oc, 16);

@@ -199,7 +199,11 @@ TEST(PlanRoutes, ColXOnAvx2WhereChannelsLeaveLanesEmpty) {
   EXPECT_NE(alg(DeconvTester(base).channels(20, 10).input({6, 12})), Algorithm::col_x);  // rows 75% full
   EXPECT_EQ(alg(DeconvTester(base).channels(20, 10).input({6, 60})), Algorithm::col_x);  // 94%
   EXPECT_NE(alg(DeconvTester(base).channels(20, 10).kernel({7, 7}).pads({3, 3}, {3, 3})), Algorithm::col_x);
-  EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);  // (4 products per x tap)
+  EXPECT_NE(alg(DeconvTester(base).channels(4, 10)), Algorithm::col_x);  // 4 channels at stride 2
+  // At stride 1 any number of channels (holdout s229 ho46: 4 groups of 4 -> 10, 1x1; G=1 2 -> 5, 3x3).
+  EXPECT_EQ(alg(DeconvTester(base).channels(4, 10).stride({1, 1})), Algorithm::col_x);
+  EXPECT_EQ(alg(DeconvTester().groups(4).channels(16, 40).input({40, 40}).kernel({1, 1})), Algorithm::col_x);
+  EXPECT_EQ(alg(DeconvTester(base).channels(2, 5).stride({1, 1})), Algorithm::col_x);
 }
 
 // NCX layers blocked over images take whole-tensor copies, whose transposes write planes whole, instead of
