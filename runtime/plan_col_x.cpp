@@ -238,7 +238,7 @@ bool col_x_preferred(const Problem& p, Isa isa) {
   // (docs/data/col_x_short_reduction_zen4_2t.txt): holdout s223 ho07 (8 groups of 2 -> 1, 3x3) 6.1-20.7x in
   // the three types on both ISAs, s229 ho46 (4 groups of 4 -> 10, 1x1) on AVX2 2.5-3.0x; G=1 layers drawn
   // for it 1.06-8.1x in f32 (against dot_x 1.06-1.39x, the row buffer 4.6-8.1x), bf16 and f16 on AVX-512
-  // 1.16-7.0x. K == s layers, which gemm_x runs faster (col_x 0.69-0.91x of it), leave below.
+  // 1.16-7.0x. On AVX-512, K == s layers, which gemm_x runs faster (col_x 0.69-0.91x of it), leave below.
   if ((ic < 8 && p.stride.back() > 1) || !col_x_applies(p, isa)) return false;
   if (isa == Isa::avx2) return col_x_preferred_avx2(p);
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
