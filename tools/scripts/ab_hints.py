@@ -12,6 +12,7 @@ import argparse
 import json
 
 import deconvjit as d
+import suite_layers
 
 
 def main():
@@ -24,13 +25,8 @@ def main():
     ap.add_argument("--isa", default="best", choices=["best", "avx512_core", "avx2"])
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
-    r = next(json.loads(line) for line in open(a.suite) if line.strip() and json.loads(line)["name"] == a.name)
-    r.pop("name")
-    if a.layout != r.get("data_format", "NCX"):  # suites hold NCX shapes: move C last for NXC
-        s = r["src"]
-        r["src"] = [s[0]] + s[2:] + [s[1]]
-    r["data_format"], r["dtype"] = a.layout, a.dtype
-    desc = json.dumps(r)
+    r = next(r for _, name, r in suite_layers.read([a.suite]) if name == a.name)
+    desc = json.dumps(dict(suite_layers.in_layout(r, a.layout), dtype=a.dtype))
     kernels = [("default", d.compile(desc, isa=a.isa))]
     for h in a.hints:
         kernels.append((h, d.compile(desc, isa=a.isa, hints=json.loads(h))))

@@ -17,22 +17,14 @@ import subprocess
 import sys
 
 import deconvjit as d
+import suite_layers
 
 SWITCH = "DJ_OLD"
 
 
 def descriptors(suites, dtype, layout):
-    for path in suites:
-        for line in open(path):
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            name = r.pop("name")
-            if layout == "NXC":  # suites hold NCX shapes: move C last
-                s = r["src"]
-                r["src"] = [s[0]] + s[2:] + [s[1]]
-            r["data_format"], r["dtype"] = layout, dtype
-            yield os.path.basename(path) + ":" + name, json.dumps(r)
+    for path, name, r in suite_layers.read(suites):
+        yield path + ":" + name, json.dumps(dict(suite_layers.in_layout(r, layout), dtype=dtype))
 
 
 def main():

@@ -20,6 +20,7 @@ import math
 import sys
 
 import deconvjit as d
+import suite_layers
 
 
 def over_default(kernel, hints):
@@ -50,44 +51,35 @@ def main():
     hints = json.loads(a.hints)
     base = json.loads(a.base) if a.base else None
     suites = a.suite or ["tools/suites/corpus.jsonl", "tools/suites/realworld.jsonl"]
-    for path in suites:
-        for line in open(path):
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            name = r.pop("name")
-            if (a.max_cout and r["weights"][1] > a.max_cout) or r["weights"][1] < a.min_cout:
-                continue
-            r["dtype"] = a.dtype
-            if a.layout != r.get("data_format", "NCX"):  # suites hold NCX shapes: move C last for NXC
-                s = r["src"]
-                r["src"] = [s[0]] + s[2:] + [s[1]]
-            r["data_format"] = a.layout
-            try:
-                desc = json.dumps(r)
-                default = d.compile(desc, isa=a.isa, hints=base) if base else d.compile(desc, isa=a.isa)
-                forced = d.compile(desc, isa=a.isa, hints=over_default(default, hints) if a.over_default else hints)
-            except Exception:
-                continue
-            if a.default_has and a.default_has not in default.name:
-                continue
-            if a.default_lacks and a.default_lacks in default.name:
-                continue
-            if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
-                continue
-            if math.prod(default.src_shape) * default.dtype.itemsize < a.min_src_mb * 1e6:
-                continue
-            if default.name == forced.name:
-                continue
-            best_default = best_forced = float("inf")
-            for _ in range(3):
-                best_default = min(best_default, d.time(default, threads=a.threads, min_time=0.1))
-                best_forced = min(best_forced, d.time(forced, threads=a.threads, min_time=0.1))
-            rec = dict(name=name, cout=r["weights"][1], cin=r["weights"][0], k=r["weights"][2:],
-                       s=r.get("strides"), src=r["src"], default=default.name, colx=forced.name,
-                       d_ms=best_default, c_ms=best_forced, ratio=best_default / best_forced)
-            print(json.dumps(rec), flush=True)
-            print(f"{name:28s} {rec['ratio']:.2f}  {default.name}  {forced.name}", file=sys.stderr, flush=True)
+    for _, name, r in suite_layers.read(suites):
+        if (a.max_cout and r["weights"][1] > a.max_cout) or r["weights"][1] < a.min_cout:
+            continue
+        r = dict(suite_layers.in_layout(r, a.layout), dtype=a.dtype)
+        try:
+            desc = json.dumps(r)
+            default = d.compile(desc, isa=a.isa, hints=base) if base else d.compile(desc, isa=a.isa)
+            forced = d.compile(desc, isa=a.isa, hints=over_default(default, hints) if a.over_default else hints)
+        except Exception:
+            continue
+        if a.default_has and a.default_has not in default.name:
+            continue
+        if a.default_lacks and a.default_lacks in default.name:
+            continue
+        if math.prod(default.dst_shape) * default.dtype.itemsize < a.min_dst_mb * 1e6:
+            continue
+        if math.prod(default.src_shape) * default.dtype.itemsize < a.min_src_mb * 1e6:
+            continue
+        if default.name == forced.name:
+            continue
+        best_default = best_forced = float("inf")
+        for _ in range(3):
+            best_default = min(best_default, d.time(default, threads=a.threads, min_time=0.1))
+            best_forced = min(best_forced, d.time(forced, threads=a.threads, min_time=0.1))
+        rec = dict(name=name, cout=r["weights"][1], cin=r["weights"][0], k=r["weights"][2:],
+                   s=r.get("strides"), src=r["src"], default=default.name, colx=forced.name,
+                   d_ms=best_default, c_ms=best_forced, ratio=best_default / best_forced)
+        print(json.dumps(rec), flush=True)
+        print(f"{name:28s} {rec['ratio']:.2f}  {default.name}  {forced.name}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -12,20 +12,17 @@ import json
 import math
 
 import deconvjit as d
+import suite_layers
 
 TYPES = ("f32", "bf16", "f16")
 LAYOUTS = ("NCX", "NXC")
 
 
 def kernels(layer, isa):
-    """The layer's kernels by (type, layout); suites hold NCX shapes, so NXC moves C last."""
+    """The layer's kernels by (type, layout)."""
     out = {}
     for layout in LAYOUTS:
-        r = dict(layer)
-        if layout == "NXC":
-            s = r["src"]
-            r["src"] = [s[0]] + s[2:] + [s[1]]
-        r["data_format"] = layout
+        r = suite_layers.in_layout(layer, layout)
         for t in TYPES:
             r["dtype"] = t
             out[(t, layout)] = d.compile(json.dumps(r), isa=isa)
@@ -40,11 +37,7 @@ def main():
     ap.add_argument("names", nargs="*", help="only these layers")
     a = ap.parse_args()
     ratios = {t: [] for t in TYPES[1:]}
-    for line in open(a.suite):
-        if not line.strip():
-            continue
-        layer = json.loads(line)
-        name = layer.pop("name")
+    for _, name, layer in suite_layers.read([a.suite]):
         if a.names and name not in a.names:
             continue
         ks = kernels(layer, a.isa)
