@@ -311,10 +311,7 @@ void fit_block_to_l1_sets(Plan& pl, const TuningHints& h) {
   const int ways = f16_grouped_widening(pl) && pl.ic_unroll >= 4 ? 16 : 8;
   int fit = pl.ur_w;
   while (fit > 1 && lines_per_l1_set(stride, fit) > ways) --fit;
-  if (fit == pl.ur_w) return;
-  const Axis& x = pl.axes[2];
-  const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
-  pl.ur_w = static_cast<int>(ceil_div(extent, ceil_div(extent, fit)));  // at most fit
+  if (fit != pl.ur_w) narrow_block(pl, fit);
 }
 
 // Depthwise: a phase's x taps read source pixels tap_i_step apart, so a block of w pixels and n taps reads

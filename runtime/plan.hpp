@@ -423,6 +423,7 @@ Plan dot_fused_block(const Plan& pl);
 bool dot_row_fuses(const Plan& pl, const TuningHints& h);  // before batch blocking
 int streamed_block_cap(const Plan& pl);  // 0, or the widest block over a source streamed from DRAM
 void fit_block_to_streams(Plan& pl, const TuningHints& h);
+void narrow_block(Plan& pl, int fit);  // at most fit pixels, balanced
 
 inline bool f16_grouped_widening(const Plan& pl) {
   const int u = pl.ic_unroll;

@@ -288,10 +288,15 @@ int streamed_block_cap(const Plan& pl) {
 void fit_block_to_streams(Plan& pl, const TuningHints& h) {
   if (h.ur_w || pl.src_ic_stride != 1) return;  // NCX read in place: a block's pixels share lines
   const int cap = streamed_block_cap(pl);
-  if (cap == 0 || pl.ur_w <= cap) return;
+  if (cap > 0 && pl.ur_w > cap) narrow_block(pl, cap);
+}
+
+// At most `fit` pixels a block, balanced along the row (or the images a block spans): a row of 20 takes
+// blocks of 5 under a fit of 6, not 6 + 6 + 6 + 2.
+void narrow_block(Plan& pl, int fit) {
   const Axis& x = pl.axes[2];
   const int64_t extent = pl.block_over_batch ? pl.batch : ceil_div(x.out, x.stride);
-  pl.ur_w = static_cast<int>(ceil_div(extent, ceil_div(extent, cap)));
+  pl.ur_w = static_cast<int>(ceil_div(extent, ceil_div(extent, fit)));
 }
 
 }  // namespace deconvjit::detail
