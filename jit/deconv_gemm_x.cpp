@@ -1,6 +1,7 @@
 // The gemm_x family (see runtime/plan_gemm_x.cpp): NCX, K == s, no pads. A register block is V input
 // vectors (ur_w along x, or rows_per_block rows of one vector) x the block's output channels x the kernel
-// positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each. With
+// positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each (a wide
+// block of more than 3 vectors: the FMAs read the vectors, emit_wide_step). With
 // bf16 pairs (Plan::ic_pairs) a step is two input channels: each vector's two rows are loaded into the
 // halves of a register and interleaved (vpermw), each broadcast holds the pair's two weights, and
 // vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
@@ -96,6 +97,7 @@ class GemmXGenerator : public Generator {
   void emit_function(int channels, int rows);
   void emit_block(const std::vector<Vec>& vs);
   void emit_ic_step(const std::vector<Vec>& vs, int k, bool single = false);
+  void emit_wide_step(const std::vector<Vec>& vs, int k);
   void emit_loads(const std::vector<Vec>& vs, int k);
   void emit_pair_loads(const std::vector<Vec>& vs, int k, bool single);
   void emit_store(const std::vector<Vec>& vs);
@@ -221,6 +223,7 @@ void GemmXGenerator::emit_loads(const std::vector<Vec>& vs, int k) {
 // One input channel (or pair): the block's input vectors, then per (output channel, kernel position)
 // one broadcast weight and one FMA per vector.
 void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single) {
+  if (vs.size() > 3) return emit_wide_step(vs, k);
   if (pairs())
     emit_pair_loads(vs, k, single);
   else
@@ -239,6 +242,32 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single
       else
         vfmadd231ps(acc(v, c), xvec(v), bvec(c));
     }
+  }
+}
+
+// A wide block (more than the three input registers; Plan::ur_w, see runtime/plan_gemm_x.cpp): the
+// broadcasts of every output column first (at most 5, in registers 27-31, which the reduction leaves
+// free), then each vector loaded into one of the input registers in turn and used by every column (f32,
+// one column: read by its FMA).
+void GemmXGenerator::emit_wide_step(const std::vector<Vec>& vs, int k) {
+  auto bcast = [](int c) { return Zmm(27 + c); };
+  for (int c = 0; c < columns(); ++c) vbroadcastss(bcast(c), ptr[r_w + (k * columns() + c) * kFloat]);
+  for (size_t v = 0; v < vs.size(); ++v) {
+    const int m = static_cast<int>(v);
+    const Address a = ptr[r_s + (k * plane_in() + vs[v].q0) * eb()];
+    if (vs[v].lanes == pl_.lanes && !io16() && columns() == 1) {
+      vfmadd231ps(acc(m, 0), bcast(0), a);
+      continue;
+    }
+    const Zmm x = xvec(m % 3);
+    if (vs[v].lanes == pl_.lanes) {
+      io16() ? load_io(x, a) : vmovups(x, a);
+    } else {
+      mov(r_tmp.cvt32(), (1u << vs[v].lanes) - 1);
+      kmovw(k1, r_tmp.cvt32());
+      io16() ? load_io_lanes(x, a, 0, vs[v].lanes, k1) : vmovups(x | k1 | T_z, a);
+    }
+    for (int c = 0; c < columns(); ++c) vfmadd231ps(acc(m, c), x, bcast(c));
   }
 }
 
@@ -319,7 +348,8 @@ void GemmXGenerator::emit_tables() {
 
 size_t GemmXGenerator::code_bound(const Plan& pl) {
   const size_t positions = static_cast<size_t>(pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel);
-  const size_t columns = positions * static_cast<size_t>(pl.oc_vectors), vecs = 3;
+  const size_t columns = positions * static_cast<size_t>(pl.oc_vectors);
+  const size_t vecs = static_cast<size_t>(std::max(3, pl.ur_w));
   const size_t step = vecs * 3 + columns * (1 + vecs);
   const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
   const int64_t extent = pl.flat_plane ? pl.axes[1].in * pl.axes[2].in : pl.x_chunk ? pl.x_chunk : pl.axes[2].in;

@@ -199,6 +199,31 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
          std::max(in_sp * 8, out_sp * kAccumulators) * 4 < (int64_t{1} << 31);
 }
 
+// Blocks of more than three vectors along a row (the kernel's three input registers taken in turn): the
+// broadcast weights of every output column (channel x kernel position) stay in the five registers the
+// reduction leaves free, and the 24 accumulators bound the rest. Not with bf16 pairs (their own loads).
+bool wide_possible(const Plan& pl, int64_t rows, int64_t columns) {
+  return !pl.ic_pairs && !pl.flat_plane && rows == 1 && columns <= 5;
+}
+
+// A source streamed from memory, read plane by plane: a block of V vectors reads V lines of each input
+// plane in turn, and from 32 planes on three lines per plane were too short a run for the prefetchers.
+// Zen 4, 2 threads, AVX-512, against the 3-vector block in one process, two runs
+// (docs/data/gemm_x_wide_zen4_2t.txt), on the 9 suite, holdout and drawn layers with 32-128 planes and 1-4
+// output channels: f32 1.16x and 1.17x geomean (0.99-1.42; holdout s229 ho47, 96 -> 1 over 400 x 600,
+// 1.18-1.20x; dbnet_head_up2 1.18-1.19x), f16 1.23x (0.97-1.82; drawn wd14, 128 -> 1). With 16 and 24
+// planes 0.72-1.16x (16 -> 1 at K = s = 2: 0.87-0.91x), so not there. 16 and 24 vectors ran no faster
+// than 8 on ho47, nor did software prefetch of the next block (1-4 blocks ahead); sources in L3 (8 and 16
+// planes of the same size) 0.96-1.04x.
+int wide_block(const Plan& pl, const Problem& p, int64_t row_vectors, int64_t positions) {
+  constexpr int64_t kMinSrcBytes = int64_t{16} << 20, kMinPlanes = 32;
+  constexpr int kWide = 8;
+  if (p.src_elements() * pl.src_elem_bytes() < kMinSrcBytes || pl.ic_per_group < kMinPlanes) return 0;
+  const int64_t columns = positions * pl.oc_per_group;
+  const int64_t v = std::min<int64_t>({kWide, row_vectors, kAccumulators / columns});
+  return v > 3 && wide_possible(pl, 1, columns) ? static_cast<int>(v) : 0;
+}
+
 void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.x_split >= 0 && h.x_split <= 1, "gemm_x computes whole rows (x_split 1)");
   check_hint(h.ic_block <= 0 || h.ic_block == pl.ic_per_group, "gemm_x reduces over all input channels in one pass");
@@ -230,14 +255,17 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   }
   const int64_t extent = pl.flat_plane ? plane_vectors : row_vectors;
   int u = static_cast<int>(std::min(row_vectors == 1 && !pl.flat_plane ? 1 : extent, max_vectors));
+  if (const int wide = wide_block(pl, p, row_vectors, positions); wide && !h.oc_vectors) u = wide;
   if (h.ur_w) u = h.ur_w;
   const int64_t vectors = pl.flat_plane ? u : int64_t{u} * rows;
-  check_hint(u >= 1 && vectors <= 3, "gemm_x holds at most 3 input vectors (ur_w)");
   int cb = static_cast<int>(std::clamp<int64_t>(kAccumulators / (vectors * positions), 1, pl.oc_per_group));
   if (h.oc_vectors) cb = h.oc_vectors;
   check_hint(cb >= 1 && vectors * positions * cb <= kAccumulators,
              "gemm_x: " + std::to_string(cb) + " output channels x " + std::to_string(positions) +
                  " kernel positions x " + std::to_string(vectors) + " vectors exceed 24 accumulators");
+  check_hint(u >= 1 && (vectors <= 3 || wide_possible(pl, rows, positions * cb)),
+             "gemm_x holds at most 3 input vectors (ur_w), more only along one row (no flat_plane), without "
+             "bf16 pairs, and with at most 5 output channels x kernel positions");
   pl.ur_w = u;
   pl.rows_per_block = rows;
   pl.oc_vectors = cb;

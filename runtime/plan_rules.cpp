@@ -65,7 +65,10 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "step reads (pixels a multiple of 2 KiB apart); direct and gemm: at most 6 pixels in f32 where the "
        "source streams from memory (16 MiB or more, kernel <= stride on every axis) and the block would span "
        "1 KB or more, not across images (streamed_block_cap: the prefetchers follow a few lines side by side)"},
-      {{"ur_w", "gemm_x"}, "plan_gemm_x: as many input vectors (up to 3) as the row, or the plane, holds"},
+      {{"ur_w", "gemm_x"},
+       "plan_gemm_x: as many input vectors (up to 3) as the row, or the plane, holds; 8 (as many as 24 "
+       "accumulators allow, at most 5 output channels x positions) where 32+ input planes of 16 MiB or more "
+       "stream from memory, without bf16 pairs (wide_block: longer runs per plane)"},
       {{"ur_w", "depthwise_x"}, "depthwise_x choose_tile: one vector per FMA chain needed to hide latency, "
                                 "capped by the row's vectors"},
       {{"ur_w", "dot_x"}, "plan_dot_x: enough vectors for 12 FMA chains (8 on AVX2) with all output channels"},

@@ -397,6 +397,46 @@ TEST_P(KernelCases, GemmAlongXStrideOne) {
   EXPECT_NE(plan_of(ragged).at("algorithm"), "gemm_x");
 }
 
+// gemm_x's wide blocks (more than three vectors along a row, each loaded into one of three input registers
+// in turn): one output column (f32 reads the vector in its FMA; a ragged last vector under a mask), four
+// columns of a 2x2 stride-2 kernel (the stride-2 store of each pair), five output channels, 1-D and 3-D,
+// and an unroll remainder. More than five columns, or stacked rows, are refused by name.
+TEST_P(KernelCases, GemmAlongXWideBlocks) {
+  auto ncx = [&](int rank) { return T().rank(rank).layout(DataFormat::NCX); };
+  struct Case { DeconvTester t; int ur; };
+  const Case cases[] = {
+      {ncx(2).batch(2).channels(7, 1).input({3, 100}).kernel({1, 1}), 7},       // 7 vectors, 4 lanes last
+      {ncx(2).channels(5, 1).input({4, 70}).kernel({2, 2}).stride({2, 2}), 5},  // 4 columns
+      {ncx(2).channels(9, 5).input({2, 64}).kernel({1, 1}), 4},                 // 5 columns
+      {ncx(1).channels(3, 2).input({150}).kernel({2}).stride({2}), 6},           // 1-D, 4 columns
+      {ncx(3).channels(4, 1).input({2, 3, 80}).kernel({1, 1, 1}), 5},            // 3-D
+  };
+  for (const Case& c : cases) {
+    TuningHints h;
+    h.algorithm = "gemm_x";
+    h.ur_w = c.ur;
+    h.ic_unroll = 2;
+    if (dtype() == DType::bf16 && isa() == Isa::avx512_core) h.ic_pairs = 0;  // (pairs load their own way)
+    DeconvTester t = DeconvTester(c.t).hints(h);
+    if (isa() != Isa::avx512_core) {
+      expect_refused(t, "gemm_x", "gemm_x on AVX2");
+      continue;
+    }
+    t.Test();
+    EXPECT_EQ(plan_of(t).at("ur_w"), c.ur);
+  }
+  if (isa() != Isa::avx512_core) return;
+  TuningHints six;
+  six.algorithm = "gemm_x";
+  six.ur_w = 4;
+  expect_refused(ncx(2).channels(9, 6).input({2, 64}).kernel({1, 1}).hints(six), "at most 5 output channels",
+                 "six columns in a wide block");
+  TuningHints stacked = six;
+  stacked.rows_per_block = 2;
+  expect_refused(ncx(2).channels(9, 1).input({6, 16}).kernel({1, 1}).hints(stacked), "only along one row",
+                 "wide blocks of stacked rows");
+}
+
 // gemm_x with each row group's source copied into a tile (pack_src), both ways on the same shapes: ragged
 // rows, three stacked rows with a shorter last group, a flat plane, a channel tail, 3D, batches, and oneTBB
 // tasks that each pack their own tile. The default packs planes a multiple of 8 KiB apart from 17 input

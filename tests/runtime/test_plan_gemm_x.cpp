@@ -87,5 +87,35 @@ TEST(PlanGemmX, TakesShortReductionsDespiteEmptierLanes) {
   EXPECT_NE(ncx_family(k2s2(4)), Algorithm::gemm_x);
 }
 
+// Wide blocks by default (wide_block): a source of 16 MiB or more read from 32 planes or more, with at most
+// 5 output columns: 8 vectors for one channel at 1x1 (holdout s229 ho47), 6 for one channel at 2x2 stride
+// 2 (4 columns of 24 accumulators); three below 16 MiB, from 16 planes, with 6 channels, and with bf16
+// pairs.
+TEST(PlanGemmX, WideBlocksWhereManyPlanesStream) {
+  auto pointwise = [](int64_t ic, int64_t oc, int64_t h) {
+    return DeconvTester().channels(ic, oc).input({h, 600}).kernel({1, 1}).layout(DataFormat::NCX);
+  };
+  auto ur_w = [](const DeconvTester& t) {
+    const Plan pl = plan_for(t, Isa::avx512_core);
+    EXPECT_EQ(pl.algorithm, Algorithm::gemm_x) << pl.to_json();
+    return pl.ur_w;
+  };
+  EXPECT_EQ(ur_w(pointwise(96, 1, 400)), 8);                         // 92 MB
+  EXPECT_EQ(ur_w(pointwise(32, 1, 240)), 8);                         // 18 MB
+  EXPECT_EQ(ur_w(pointwise(96, 1, 60)), 3);                          // 14 MB
+  EXPECT_EQ(ur_w(pointwise(16, 1, 1000)), 3);                        // 38 MB from 16 planes
+  EXPECT_EQ(ur_w(pointwise(96, 4, 400)), 6);                         // 4 columns
+  EXPECT_LE(ur_w(pointwise(96, 6, 400)), 3);                         // 6 columns
+  EXPECT_EQ(ur_w(pointwise(96, 1, 400).dtype(DType::f16)), 8);       // 46 MB
+  const DeconvTester k2 = DeconvTester().channels(64, 1).input({368, 640}).kernel({2, 2}).stride({2, 2})
+                              .pads({0, 0}, {0, 0}).layout(DataFormat::NCX);  // dbnet_head_up2
+  EXPECT_EQ(ur_w(k2), 6);
+  if (avx512_bf16_usable(DType::bf16, Isa::avx512_core)) {
+    const Plan pairs = plan_for(pointwise(96, 1, 400).dtype(DType::bf16), Isa::avx512_core);
+    EXPECT_TRUE(pairs.ic_pairs);
+    EXPECT_LE(pairs.ur_w, 3);
+  }
+}
+
 }  // namespace
 }  // namespace deconvjit::detail
