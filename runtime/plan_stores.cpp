@@ -40,9 +40,8 @@ bool nt_stores_possible(const Plan& pl) {
 // Measured with nt_stores 1 against 0 on every suite layer with the choice (2 threads; docs/PERFORMANCE.md,
 // data in docs/data/nt_stores_sweep_*_2t.jsonl; see nt_store_min_bytes for the sizes):
 // - depthwise, 1-3 FLOPs per byte: NXC from 27 MB up 1.44-2.08x (dla34_centernet_dw64_f2_b16 2.08x,
-//   mobilenetv2_bwd_dw96_b16 1.83x), at 17 MB 1.05x, at 4-10 MB 0.79-0.82x; NCX (depthwise_x) from 2 MB
-//   up 0.97-1.71x (dla_up_dw64_f4 at 4 MB 1.60x, dla34_fairmot_dw64_f4 at 10 MB 1.60x), at 1-1.3 MB
-//   0.91-1.15x;
+//   mobilenetv2_bwd_dw96_b16 1.83x), at 17 MB 1.05x, at 4-10 MB 0.79-0.82x; NCX (depthwise_x): see
+//   nt_store_min_bytes;
 // - direct at 64-72 FLOPs per byte from 32 MB: 1.06-1.10x (resnet50_bwd_l2down_b16 1.09x, whose stride
 //   leaves 3/4 of the output zeros; linknet34_finaldeconv 1.10x); 0.98-1.03x at 16 MB; at 108 FLOPs per
 //   byte and more, 0.96-1.01x;
@@ -76,12 +75,21 @@ namespace {
 // The output from which non-temporal stores pay (where there are few FLOPs per output byte). A plain store
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
 // the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
-// handle well until it and the source outgrow them (24 MB, nt_store_bytes). NCX rows of many channel
-// planes are many streams at once, whose line reads miss even where the whole output would fit (2 MB;
-// from the row buffer's flush, 4 MB as measured).
+// handle well until it and the source outgrow them (24 MB, nt_store_bytes). From the row buffer's flush
+// (NCX rows of many channel planes), 4 MB as measured (choose_nt_stores).
+// NCX rows of depthwise_x and dot_x (few FLOPs per byte, each call writing whole output rows in address
+// order) from 64 MB (and from 16 MB where the arithmetic is denser: nt_store_big). Zen 4, 2 threads, f32,
+// every suite and holdout row of these families from 2 MB, both ways (docs/data/nt_x_family_zen4_2t.txt):
+// below the 32 MB L3 non-temporal stores ran 0.65x geomean over 18 rows, 12 of them 0.27-0.82x (a 1-D
+// depthwise row of 10 MB, holdout s113 ho04, 0.098 ms plain against 0.365 written to memory;
+// dla_up_dw64_f4 0.62x), 3 at 1.29-1.43x (a 5x5 row at stride 2 and two 1-D kernel-7 rows at stride 1); at
+// 39-59 MB 0.91x over 12 (0.61-1.47), from 64 MB 1.12x over 16 (0.89-1.84). Plain stores of whole lines
+// in address order ran near the memory's write rate where the output outgrew the L3 (s197 ho29, 39 MB in
+// 0.89 ms), and an output the L3 keeps is there for the next layer too. (Session 3 measured a 2 MB bound
+// on Zen 5 with the kernels of then: 1.60x at 4 MB.)
 int64_t nt_store_min_bytes(const Plan& pl) {
-  if (row_buffered(pl.layout)) return int64_t{4} << 20;  // measured: see choose_nt_stores
-  return x_vector_family(pl.algorithm) ? int64_t{2} << 20 : int64_t{24} << 20;
+  if (row_buffered(pl.layout)) return int64_t{4} << 20;
+  return x_vector_family(pl.algorithm) ? int64_t{64} << 20 : int64_t{24} << 20;
 }
 // The bytes nt_store_min_bytes is compared with. NXC rows: the output and the source (as much of it as
 // the output's size), which compete for the same caches while the kernel runs: where both outgrow them,
@@ -103,16 +111,19 @@ double nt_store_bytes(const Plan& pl, const Problem& p) {
 // them at 6-72 FLOPs per byte on AVX-512 1.01-2.67x (s71 ho11 2.67x, s37 ho19 1.37x, s11 ho07 1.28x); at 2
 // or fewer, memory-bound layers that the caches keep between runs lost (s37 ho23 0.62x, s97 ho05 0.74x,
 // deeplabv3p_aspp_up4_dw 0.97x; two 16-bit ones gained 1.07-1.15x); AVX2 0.92-1.05x.
+// NCX rows of depthwise_x and dot_x from 16 MB where each output byte carries 3+ FLOPs (1-D kernel-7 rows
+// at stride 1, 3.5: holdout s229 ho16, s227 ho38 and s223 ho32, 20-59 MB, 1.07-1.59x non-temporal; the
+// same at 7 MB 0.77-0.99x; a 3x3 row at stride 1 of 39 MB, s151 ho17, 0.97-1.09x).
 constexpr int64_t kNtStoreArithmeticMinBytes = int64_t{16} << 20;
-constexpr double kNtStoreMinFlopsPerByte = 4;
+constexpr double kNtStoreMinFlopsPerByte = 4, kNtStoreXMinFlopsPerByte = 3;
 
 bool nt_store_big(const Plan& pl, const Problem& p) {
   const double bytes = nt_store_bytes(pl, p);
   if (bytes >= static_cast<double>(nt_store_min_bytes(pl))) return true;
-  const bool rows = !row_buffered(pl.layout) && !x_vector_family(pl.algorithm);
   const double dst = static_cast<double>(p.dst_elements() * pl.elem_bytes());
-  return rows && pl.isa == Isa::avx512_core && bytes >= static_cast<double>(kNtStoreArithmeticMinBytes) &&
-         p.flops() >= kNtStoreMinFlopsPerByte * dst;
+  const double dense = x_vector_family(pl.algorithm) ? kNtStoreXMinFlopsPerByte : kNtStoreMinFlopsPerByte;
+  return !row_buffered(pl.layout) && pl.isa == Isa::avx512_core &&
+         bytes >= static_cast<double>(kNtStoreArithmeticMinBytes) && p.flops() >= dense * dst;
 }
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {

