@@ -78,7 +78,7 @@ namespace {
 // handle well until it and the source outgrow them (24 MB, nt_store_bytes). From the row buffer's flush
 // (NCX rows of many channel planes), 4 MB as measured (choose_nt_stores).
 // NCX rows of depthwise_x and dot_x (few FLOPs per byte, each call writing whole output rows in address
-// order) from 64 MB (and from 16 MB where the arithmetic is denser: nt_store_big). Zen 4, 2 threads, f32,
+// order) from 64 MB (and from 8 MB where the arithmetic is denser: nt_store_big). Zen 4, 2 threads, f32,
 // every suite and holdout row of these families from 2 MB, both ways (docs/data/nt_x_family_zen4_2t.txt):
 // below the 32 MB L3 non-temporal stores ran 0.65x geomean over 18 rows, 12 of them 0.27-0.82x (a 1-D
 // depthwise row of 10 MB, holdout s113 ho04, 0.098 ms plain against 0.365 written to memory;
@@ -106,15 +106,21 @@ double nt_store_bytes(const Plan& pl, const Problem& p) {
 
 }  // namespace
 
-// NXC rows on AVX-512 also from 16 MB (nt_store_bytes) where each output byte carries 4+ FLOPs. Zen 4, 2
-// threads, the 22 suite and holdout rows a 16 MB bound moves (docs/data/nt_16mb_ab_zen4_2t.jsonl): the 13 of
+// NXC rows on AVX-512 also from 8 MB (nt_store_bytes) where each output byte carries 4+ FLOPs. Zen 4, 2
+// threads, the 22 suite and holdout rows a 16 MB bound moved (docs/data/nt_16mb_ab_zen4_2t.jsonl): the 13 of
 // them at 6-72 FLOPs per byte on AVX-512 1.01-2.67x (s71 ho11 2.67x, s37 ho19 1.37x, s11 ho07 1.28x); at 2
 // or fewer, memory-bound layers that the caches keep between runs lost (s37 ho23 0.62x, s97 ho05 0.74x,
-// deeplabv3p_aspp_up4_dw 0.97x; two 16-bit ones gained 1.07-1.15x); AVX2 0.92-1.05x.
-// NCX rows of depthwise_x and dot_x from 16 MB where each output byte carries 3+ FLOPs (1-D kernel-7 rows
-// at stride 1, 3.5: holdout s229 ho16, s227 ho38 and s223 ho32, 20-59 MB, 1.07-1.59x non-temporal; the
-// same at 7 MB 0.77-0.99x; a 3x3 row at stride 1 of 39 MB, s151 ho17, 0.97-1.09x).
-constexpr int64_t kNtStoreArithmeticMinBytes = int64_t{16} << 20;
+// deeplabv3p_aspp_up4_dw 0.97x; two 16-bit ones gained 1.07-1.15x); AVX2 0.92-1.05x. From 8 MB (session
+// 25, every NXC direct and dot row both ways, two runs, docs/data/nt_rows_8mb_zen4_2t.txt): the 26 rows of
+// 8-16 MB of output without them 1.05x and 1.06x (0.97-1.30; holdout s53 ho37 1.17-1.30x), 4-8 MB 1.03x
+// and 1.06x (0.93-1.63, noisy), below 4 MB 1.01x; the 36 f32 rows the 8 MB bound moves, against the old
+// default, 1.05x (1.00-1.25). Not in 16-bit (the same FLOPs per half the bytes): bf16 0.97x over the 13
+// rows it would move, f16 0.98x over 10 (depthwise 8x8 at stride 4 0.74-0.87x), so 16 MB there.
+// NCX rows of depthwise_x and dot_x where each output byte carries 3+ FLOPs (1-D kernel-7 rows at stride
+// 1, 3.5: holdout s229 ho16, s227 ho38 and s223 ho32, 20-59 MB, 1.07-1.59x non-temporal; the same at 7 MB
+// 0.77-0.99x; a 5x5 row at stride 2 of 10 MB, s11 ho47, 1.14-1.43x; a 3x3 row at stride 1 of 39 MB, s151
+// ho17, 0.97-1.09x).
+constexpr int64_t kNtStoreArithmeticMinBytes = int64_t{8} << 20, kNtStoreArithmeticMinBytes16 = int64_t{16} << 20;
 constexpr double kNtStoreMinFlopsPerByte = 4, kNtStoreXMinFlopsPerByte = 3;
 
 bool nt_store_big(const Plan& pl, const Problem& p) {
@@ -123,7 +129,9 @@ bool nt_store_big(const Plan& pl, const Problem& p) {
   const double dst = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const double dense = x_vector_family(pl.algorithm) ? kNtStoreXMinFlopsPerByte : kNtStoreMinFlopsPerByte;
   return !row_buffered(pl.layout) && pl.isa == Isa::avx512_core &&
-         bytes >= static_cast<double>(kNtStoreArithmeticMinBytes) && p.flops() >= dense * dst;
+         bytes >= static_cast<double>(pl.dtype == DType::f32 ? kNtStoreArithmeticMinBytes
+                                                              : kNtStoreArithmeticMinBytes16) &&
+         p.flops() >= dense * dst;
 }
 
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
