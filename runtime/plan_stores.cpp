@@ -85,8 +85,11 @@ namespace {
 // dla_up_dw64_f4 0.62x), 3 at 1.29-1.43x (a 5x5 row at stride 2 and two 1-D kernel-7 rows at stride 1); at
 // 39-59 MB 0.91x over 12 (0.61-1.47), from 64 MB 1.12x over 16 (0.89-1.84). Plain stores of whole lines
 // in address order ran near the memory's write rate where the output outgrew the L3 (s197 ho29, 39 MB in
-// 0.89 ms), and an output the L3 keeps is there for the next layer too. (Session 3 measured a 2 MB bound
-// on Zen 5 with the kernels of then: 1.60x at 4 MB.)
+// 0.89 ms), and an output the L3 keeps is there for the next layer too. The 23 rows these bounds move,
+// three passes minutes apart: 1.58x geomean of each row's median (0.82-3.72; s113 ho42, 58 MB of a 1-D
+// kernel-4 row, 0.73-0.96x); the L3's share is the host's to give, and in the third pass the dla_* rows
+// ran 0.62-0.93x (their plain stores 1.5x slower than minutes before: another guest's lines, likely).
+// (Session 3 measured a 2 MB bound on Zen 5 with the kernels of then: 1.60x at 4 MB.)
 int64_t nt_store_min_bytes(const Plan& pl) {
   if (row_buffered(pl.layout)) return int64_t{4} << 20;
   return x_vector_family(pl.algorithm) ? int64_t{64} << 20 : int64_t{24} << 20;
