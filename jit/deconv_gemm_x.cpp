@@ -10,6 +10,7 @@
 // plane, or with x chunks (Plan::x_chunk, rows of one input row each) function 0 a full chunk and function
 // 1 the row's last. With a 1x1 kernel on x (stride 1) the vectors are stored as they are.
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "jit/deconv_kernels.hpp"
@@ -99,6 +100,7 @@ class GemmXGenerator : public Generator {
   void emit_ic_step(const std::vector<Vec>& vs, int k, bool single = false);
   void emit_wide_step(const std::vector<Vec>& vs, int k);
   void emit_loads(const std::vector<Vec>& vs, int k);
+  void emit_load(const Zmm& x, const Vec& vec, int k);
   void emit_pair_loads(const std::vector<Vec>& vs, int k, bool single);
   void emit_store(const std::vector<Vec>& vs);
   void emit_half_store(const Address& a, int first, int end);  // output positions [first, end) of temp()
@@ -202,22 +204,18 @@ void GemmXGenerator::emit_pair_loads(const std::vector<Vec>& vs, int k, bool sin
 
 // One input channel's vectors, the ragged end of a row under a zeroing mask.
 void GemmXGenerator::emit_loads(const std::vector<Vec>& vs, int k) {
-  for (size_t v = 0; v < vs.size(); ++v) {
-    const Address a = ptr[r_s + (k * plane_in() + vs[v].q0) * eb()];
-    if (vs[v].lanes == pl_.lanes) {
-      if (io16())
-        load_io(xvec(v), a);
-      else
-        vmovups(xvec(v), a);
-    } else {
-      mov(r_tmp.cvt32(), (1u << vs[v].lanes) - 1);
-      kmovw(k1, r_tmp.cvt32());
-      if (io16())
-        load_io_lanes(xvec(v), a, 0, vs[v].lanes, k1);
-      else
-        vmovups(xvec(v) | k1 | T_z, a);
-    }
+  for (size_t v = 0; v < vs.size(); ++v) emit_load(xvec(static_cast<int>(v)), vs[v], k);
+}
+
+void GemmXGenerator::emit_load(const Zmm& x, const Vec& vec, int k) {
+  const Address a = ptr[r_s + (k * plane_in() + vec.q0) * eb()];
+  if (vec.lanes == pl_.lanes) {
+    io16() ? load_io(x, a) : vmovups(x, a);
+    return;
   }
+  mov(r_tmp.cvt32(), (1u << vec.lanes) - 1);
+  kmovw(k1, r_tmp.cvt32());
+  io16() ? load_io_lanes(x, a, 0, vec.lanes, k1) : vmovups(x | k1 | T_z, a);
 }
 
 // One input channel (or pair): the block's input vectors, then per (output channel, kernel position)
@@ -250,6 +248,7 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single
 // free), then each vector loaded into one of the input registers in turn and used by every column (f32,
 // one column: read by its FMA).
 void GemmXGenerator::emit_wide_step(const std::vector<Vec>& vs, int k) {
+  if (pairs() || columns() > 5) throw std::logic_error("gemm_x: a wide block without bf16 pairs, 5 columns at most");
   auto bcast = [](int c) { return Zmm(27 + c); };
   for (int c = 0; c < columns(); ++c) vbroadcastss(bcast(c), ptr[r_w + (k * columns() + c) * kFloat]);
   for (size_t v = 0; v < vs.size(); ++v) {
@@ -260,13 +259,7 @@ void GemmXGenerator::emit_wide_step(const std::vector<Vec>& vs, int k) {
       continue;
     }
     const Zmm x = xvec(m % 3);
-    if (vs[v].lanes == pl_.lanes) {
-      io16() ? load_io(x, a) : vmovups(x, a);
-    } else {
-      mov(r_tmp.cvt32(), (1u << vs[v].lanes) - 1);
-      kmovw(k1, r_tmp.cvt32());
-      io16() ? load_io_lanes(x, a, 0, vs[v].lanes, k1) : vmovups(x | k1 | T_z, a);
-    }
+    emit_load(x, vs[v], k);
     for (int c = 0; c < columns(); ++c) vfmadd231ps(acc(m, c), x, bcast(c));
   }
 }
@@ -349,11 +342,12 @@ void GemmXGenerator::emit_tables() {
 size_t GemmXGenerator::code_bound(const Plan& pl) {
   const size_t positions = static_cast<size_t>(pl.axes[0].kernel * pl.axes[1].kernel * pl.axes[2].kernel);
   const size_t columns = positions * static_cast<size_t>(pl.oc_vectors);
-  const size_t vecs = static_cast<size_t>(std::max(3, pl.ur_w));
+  const size_t vecs = static_cast<size_t>(std::max({3, pl.ur_w, pl.rows_per_block}));
   const size_t step = vecs * 3 + columns * (1 + vecs);
   const size_t block = 256 + (pl.ic_unroll * 2) * step * 12 + vecs * columns * 4 * 12;
   const int64_t extent = pl.flat_plane ? pl.axes[1].in * pl.axes[2].in : pl.x_chunk ? pl.x_chunk : pl.axes[2].in;
-  const size_t nblocks = static_cast<size_t>((extent + 15) / 16 + 1);
+  // (as many blocks as vectors when they held 3 at most; wide blocks keep that slack per 3 of their vectors)
+  const size_t nblocks = static_cast<size_t>((extent + 15) / 16 / std::max(1, pl.ur_w / 3) + 2);
   return (pl.dtype == DType::f32 ? 1 : 3) * (4096 + 4 * nblocks * (block + vecs * columns * 2 * 24));
 }
 

@@ -206,15 +206,16 @@ bool wide_possible(const Plan& pl, int64_t rows, int64_t columns) {
   return !pl.ic_pairs && !pl.flat_plane && rows == 1 && columns <= 5;
 }
 
-// A source streamed from memory, read plane by plane: a block of V vectors reads V lines of each input
-// plane in turn, and from 32 planes on three lines per plane were too short a run for the prefetchers.
+// A big source read plane by plane: a block of V vectors reads V lines of each input plane in turn, and
+// from 32 planes on three lines per plane were too short a run for the prefetchers (from L3 or memory).
 // Zen 4, 2 threads, AVX-512, against the 3-vector block in one process, two runs
 // (docs/data/gemm_x_wide_zen4_2t.txt), on the 9 suite, holdout and drawn layers with 32-128 planes and 1-4
 // output channels: f32 1.16x and 1.17x geomean (0.99-1.42; holdout s229 ho47, 96 -> 1 over 400 x 600,
 // 1.18-1.20x; dbnet_head_up2 1.18-1.19x), f16 1.23x (0.97-1.82; drawn wd14, 128 -> 1). With 16 and 24
-// planes 0.72-1.16x (16 -> 1 at K = s = 2: 0.87-0.91x), so not there. 16 and 24 vectors ran no faster
-// than 8 on ho47, nor did software prefetch of the next block (1-4 blocks ahead); sources in L3 (8 and 16
-// planes of the same size) 0.96-1.04x.
+// planes 0.72-1.16x (16 -> 1 at K = s = 2: 0.87-0.91x), so not there. By size, 1 output channel from
+// 32-128 planes: 17-22 MiB 1.02-2.35x (held in L3, most of them), 6-8 MiB 1.02-1.11x, 2.4 MiB 0.95x; so
+// from 16 MiB. 16 and 24 vectors ran no faster than 8 on ho47, nor did software prefetch of the next block
+// (1-4 blocks ahead); 8 and 16 planes of ho47's size 0.92-1.04x.
 int wide_block(const Plan& pl, const Problem& p, int64_t row_vectors, int64_t positions) {
   constexpr int64_t kMinSrcBytes = int64_t{16} << 20, kMinPlanes = 32;
   constexpr int kWide = 8;
@@ -255,11 +256,12 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   }
   const int64_t extent = pl.flat_plane ? plane_vectors : row_vectors;
   int u = static_cast<int>(std::min(row_vectors == 1 && !pl.flat_plane ? 1 : extent, max_vectors));
-  if (const int wide = wide_block(pl, p, row_vectors, positions); wide && !h.oc_vectors) u = wide;
+  if (const int wide = wide_block(pl, p, row_vectors, positions)) u = wide;
   if (h.ur_w) u = h.ur_w;
   const int64_t vectors = pl.flat_plane ? u : int64_t{u} * rows;
   int cb = static_cast<int>(std::clamp<int64_t>(kAccumulators / (vectors * positions), 1, pl.oc_per_group));
   if (h.oc_vectors) cb = h.oc_vectors;
+  check_hint(cb <= pl.oc_per_group, "gemm_x: oc_vectors counts output channels, at most those of a group");
   check_hint(cb >= 1 && vectors * positions * cb <= kAccumulators,
              "gemm_x: " + std::to_string(cb) + " output channels x " + std::to_string(positions) +
                  " kernel positions x " + std::to_string(vectors) + " vectors exceed 24 accumulators");

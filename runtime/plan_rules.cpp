@@ -142,9 +142,9 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "input channels in pairs (vdpbf16ps, twice the f32 FMA rate; subnormal inputs count as zero)"},
       {{"nt_stores", ""},
        "choose_nt_stores: non-temporal stores (where a block starts on a cache line) where source and output "
-       "together reach 24 MB (NXC; 8 MB on AVX-512 at 4+ FLOPs per output byte) or the output 64 MB (NCX "
-       "planes of depthwise_x and dot_x; 8 MB at 3+ FLOPs per output byte; 16-bit data from 16 MB) with at "
-       "most 96 FLOPs per output byte (48 at AVX2's half rate, 192 with bf16 pairs), in the "
+       "together reach 24 MB (NXC; on AVX-512 at 4+ FLOPs per output byte 8 MB, 16 MB in 16-bit data) or the "
+       "output 64 MB (NCX planes of depthwise_x and dot_x; 8 MB at 3+ FLOPs per output byte) with at most 96 "
+       "FLOPs per output byte (48 at AVX2's half rate, 192 with bf16 pairs), in the "
        "direct, depthwise, depthwise_x and dot_x families, and in gemm for f32 on AVX-512 where a folded pixel "
        "holds 512+ bytes of output (gemm_nt_pays; narrower ones measured slower); "
        "NCX through the row buffer: by its flush from 4 MB of output at any arithmetic"},

@@ -91,9 +91,10 @@ std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
   std::vector<TuningHints> out;
   if (base.algorithm == Algorithm::col) return {h};
   const bool gemm_x = base.algorithm == Algorithm::gemm_x, col_x = base.algorithm == Algorithm::col_x;
-  // (gemm_x and col_x count channels in oc_vectors, and input vectors in ur_w; gemm_x more than 3 only wide)
+  // (gemm_x and col_x count channels in oc_vectors, and input vectors in ur_w; gemm_x more than 3 only in wide
+  // blocks, 8 at most: 16 and 24 ran no faster)
   const bool ymm = base.isa == Isa::avx2;  // (col_x there: 2 vectors, 12 accumulators)
-  const int max_ur = gemm_x ? 24 : col_x ? (ymm ? 2 : 4) : 32, max_nv = gemm_x ? 24 : col_x ? (ymm ? 12 : 28) : 8;
+  const int max_ur = gemm_x ? 8 : col_x ? (ymm ? 2 : 4) : 32, max_nv = gemm_x ? 24 : col_x ? (ymm ? 12 : 28) : 8;
   const std::vector<int> rows = gemm_x ? std::vector<int>{1, 2, 3, static_cast<int>(base.axes[1].in)} : std::vector<int>{0};
   const std::vector<int> flat = gemm_x ? std::vector<int>{0, 1} : std::vector<int>{-1};
   h.ic_unroll = h.x_split = h.oc_loop = h.channels_per_call = h.oc_chunk = h.row_chunk = 0;

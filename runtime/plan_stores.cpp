@@ -118,7 +118,8 @@ double nt_store_bytes(const Plan& pl, const Problem& p) {
 // 8-16 MB of output without them 1.05x and 1.06x (0.97-1.30; holdout s53 ho37 1.17-1.30x), 4-8 MB 1.03x
 // and 1.06x (0.93-1.63, noisy), below 4 MB 1.01x; the 36 f32 rows the 8 MB bound moves, against the old
 // default, 1.05x (1.00-1.25). Not in 16-bit (the same FLOPs per half the bytes): bf16 0.97x over the 13
-// rows it would move, f16 0.98x over 10 (depthwise 8x8 at stride 4 0.74-0.87x), so 16 MB there.
+// rows it would move, f16 0.98x over 10 (depthwise 8x8 at stride 4: bf16 0.74-0.79x, f16 0.86-0.87x), so
+// 16 MB there.
 // NCX rows of depthwise_x and dot_x where each output byte carries 3+ FLOPs (1-D kernel-7 rows at stride
 // 1, 3.5: holdout s229 ho16, s227 ho38 and s223 ho32, 20-59 MB, 1.07-1.59x non-temporal; the same at 7 MB
 // 0.77-0.99x; a 5x5 row at stride 2 of 10 MB, s11 ho47, 1.14-1.43x; a 3x3 row at stride 1 of 39 MB, s151

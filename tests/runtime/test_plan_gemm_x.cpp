@@ -110,6 +110,15 @@ TEST(PlanGemmX, WideBlocksWhereManyPlanesStream) {
   const DeconvTester k2 = DeconvTester().channels(64, 1).input({368, 640}).kernel({2, 2}).stride({2, 2})
                               .pads({0, 0}, {0, 0}).layout(DataFormat::NCX);  // dbnet_head_up2
   EXPECT_EQ(ur_w(k2), 6);
+  // The channel count asked for keeps the wide block; more channels than a group has are refused.
+  TuningHints one;
+  one.algorithm = "gemm_x";
+  one.oc_vectors = 1;
+  EXPECT_EQ(plan_for(pointwise(96, 1, 400), Isa::avx512_core, one).ur_w, 8);
+  EXPECT_EQ(plan_for(pointwise(96, 4, 400), Isa::avx512_core, one).ur_w, 6);
+  TuningHints two = one;
+  two.oc_vectors = 2;
+  EXPECT_THROW(plan_for(pointwise(96, 1, 400), Isa::avx512_core, two), Error);
   if (avx512_bf16_usable(DType::bf16, Isa::avx512_core)) {
     const Plan pairs = plan_for(pointwise(96, 1, 400).dtype(DType::bf16), Isa::avx512_core);
     EXPECT_TRUE(pairs.ic_pairs);

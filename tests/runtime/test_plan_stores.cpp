@@ -53,9 +53,10 @@ TEST(PlanStores, NxcSourceAndOutputTogetherPastTheCachesStoreNonTemporally) {
   EXPECT_FALSE(plan_for(dw7(64), Isa::avx512_core).nt_stores);
 }
 
-// NCX depthwise_x rows from 64 MB of output: dla_up_dw64_f4 (4 MB, 0.62x with them on Zen 4) and a 1-D
-// depthwise layer of 39 MB (holdout s197 ho29, 0.61x) store plainly; 117 MB of it non-temporally (as holdout
-// s11 ho05, 1.08x).
+// NCX depthwise_x rows from 64 MiB of output: dla_up_dw64_f4 (4 MiB, 0.62x with them on Zen 4) and a 1-D
+// depthwise layer of 39 MiB (holdout s197 ho29, 0.61x) store plainly, 59 MiB of it too, 68 MiB and 117 MiB
+// non-temporally. 1-D kernel-7 rows at stride 1 (3.5 FLOPs per output byte) from 8 MiB: 19.5 MiB (holdout
+// s229 ho16, 1.31x) non-temporally, 7.3 MiB (s71 ho15, 0.79x) plainly.
 TEST(PlanStores, NcxDepthwiseRowsStoreNonTemporallyFromSixtyFourMegabytes) {
   auto dw1d = [](int64_t c, int64_t w) {
     return DeconvTester().rank(1).channels(c, c).groups(c).input({w}).kernel({16}).stride({8}).pads({4}, {4})
@@ -68,15 +69,26 @@ TEST(PlanStores, NcxDepthwiseRowsStoreNonTemporallyFromSixtyFourMegabytes) {
     ASSERT_EQ(pl.algorithm, Algorithm::depthwise_x);
     EXPECT_FALSE(pl.nt_stores) << pl.to_json();
   }
-  const Plan big = plan_for(dw1d(192, 20000), Isa::avx512_core);  // 117 MB
-  ASSERT_EQ(big.algorithm, Algorithm::depthwise_x);
-  EXPECT_TRUE(big.nt_stores);
+  EXPECT_FALSE(plan_for(dw1d(96, 20000), Isa::avx512_core).nt_stores);  // 59 MiB
+  for (int64_t c : {112, 192}) {                                         // 68 and 117 MiB
+    const Plan big = plan_for(dw1d(c, 20000), Isa::avx512_core);
+    ASSERT_EQ(big.algorithm, Algorithm::depthwise_x);
+    EXPECT_TRUE(big.nt_stores) << c << " channels";
+  }
+  auto k7 = [](int64_t c, int64_t w) {
+    return DeconvTester().rank(1).channels(c, c).groups(c).input({w}).kernel({7}).pads({3}, {3})
+        .layout(DataFormat::NCX);
+  };
+  const Plan dense = plan_for(k7(64, 80000), Isa::avx512_core);  // 19.5 MiB
+  ASSERT_EQ(dense.algorithm, Algorithm::depthwise_x);
+  EXPECT_TRUE(dense.nt_stores);
+  EXPECT_FALSE(plan_for(k7(64, 30000), Isa::avx512_core).nt_stores);  // 7.3 MiB
 }
 
-// From 16 MB on AVX-512 where each output byte carries 4+ FLOPs: holdout s113 ho33 (16 -> 96, 1-D, kernel 8
-// at stride 4: 16 FLOPs per byte, 22 + 1 MB) 1.13x. Not on AVX2 (0.92-1.05x), nor for memory-bound layers
+// Where each output byte carries 4+ FLOPs on AVX-512 (then from 16 MB, now 8 MiB in f32): holdout s113 ho33
+// (16 -> 96, 1-D, kernel 8 at stride 4: 16 FLOPs per byte, 22 + 1 MB) 1.13x. Not on AVX2 (0.92-1.05x), nor for memory-bound layers
 // the caches keep between runs (s97 ho05, a 1x1 depthwise scale over 9 + 9 MB, 0.5 FLOPs per byte: 0.74x).
-TEST(PlanStores, FromSixteenMegabytesWhereTheArithmeticIsDense) {
+TEST(PlanStores, DenseArithmeticOnAvx512Only) {
   const DeconvTester ho33 = DeconvTester().rank(1).batch(4).channels(16, 96).input({3601}).kernel({8}).stride({4})
                                 .pads({2}, {2}).layout(DataFormat::NXC);
   const Plan dense = plan_for(ho33, Isa::avx512_core);
@@ -88,11 +100,13 @@ TEST(PlanStores, FromSixteenMegabytesWhereTheArithmeticIsDense) {
   EXPECT_FALSE(plan_for(ho05, Isa::avx512_core).nt_stores);
 }
 
-// From 8 MB: holdout s229 ho43 (8 -> 48 channels, 8x8 at stride 4 over 49 x 73: 10.5 MB of output, 8
-// FLOPs per byte) 1.09x non-temporal, twice; over 30 rows (5.9 MB) the caches keep it.
+// From 8 MiB: holdout s229 ho43 (8 -> 48 channels, 8x8 at stride 4 over 49 x 73: 10.5 MiB of output, 16
+// FLOPs per byte) 1.09x non-temporal, twice; over 30 rows (6.4 MiB) the caches keep it. 16-bit data from 16
+// MiB: with 64 output channels (whole lines per pixel in f16), 98 x 73 input pixels (14 MiB) store plainly,
+// 160 x 73 (22.8 MiB) non-temporally.
 TEST(PlanStores, FromEightMegabytesWhereTheArithmeticIsDense) {
-  auto ho43 = [](int64_t h) {
-    return DeconvTester().channels(8, 48).input({h, 73}).kernel({8, 8}).stride({4, 4}).pads({2, 2}, {2, 2})
+  auto ho43 = [](int64_t h, int64_t oc = 48) {
+    return DeconvTester().channels(8, oc).input({h, 73}).kernel({8, 8}).stride({4, 4}).pads({2, 2}, {2, 2})
         .layout(DataFormat::NXC);
   };
   const Plan big = plan_for(ho43(49), Isa::avx512_core);
@@ -100,6 +114,8 @@ TEST(PlanStores, FromEightMegabytesWhereTheArithmeticIsDense) {
   EXPECT_TRUE(big.nt_stores);
   EXPECT_FALSE(plan_for(ho43(30), Isa::avx512_core).nt_stores);
   EXPECT_FALSE(plan_for(ho43(49), Isa::avx2).nt_stores);
+  EXPECT_FALSE(plan_for(ho43(98, 64).dtype(DType::f16), Isa::avx512_core).nt_stores);
+  EXPECT_TRUE(plan_for(ho43(160, 64).dtype(DType::f16), Isa::avx512_core).nt_stores);
 }
 
 // AVX2 gemm in f32: where each output sums at most 64 products, blocks of 4 ymm vectors (2 lines) rather
