@@ -20,6 +20,21 @@ std::vector<Run> batch_runs(const Axis& x, int64_t batch, int64_t x0, int64_t x1
   return runs;
 }
 
+// The last q of phase r's interior from q on: outputs q * stride + r - pad_begin whose taps all meet the
+// input row, each with the same taps as the one before, one input further (so they extend its run), or q
+// where q is not in it. Planning walks every row (choose_edge_blocks); without this a row of 19150 outputs
+// (holdout s229 ho04) cost as many axis_taps calls per plan, and the tuner enumerates 400k plans of it.
+int64_t interior_end(const Axis& x, int64_t r, int64_t q) {
+  int64_t k0 = -1;
+  for (int64_t k = 0; k < x.tap_k_step && k < x.kernel && k0 < 0; ++k)
+    if ((k * x.dilation) % x.stride == r) k0 = k;
+  if (k0 < 0) return q;
+  const int64_t n_taps = (x.kernel - 1 - k0) / x.tap_k_step + 1;
+  const int64_t d = (r - k0 * x.dilation) / x.stride;  // exact: input index of tap 0 is q + d
+  const int64_t first = (n_taps - 1) * x.tap_i_step - d, last = x.in - 1 - d;
+  return q >= first && q < last ? last : q;
+}
+
 // Runs of the output x in [x0, x1), phase by phase.
 std::vector<Run> row_runs(const Axis& x, int64_t x0, int64_t x1) {
   std::vector<Run> runs;
@@ -27,6 +42,14 @@ std::vector<Run> row_runs(const Axis& x, int64_t x0, int64_t x1) {
     const int64_t q_lo = ceil_div_signed(x0 + x.pad_begin - r, x.stride);
     const int64_t q_hi = floor_div(x1 - 1 + x.pad_begin - r, x.stride);
     for (int64_t q = q_lo; q <= q_hi; ++q) {
+      if (!runs.empty() && q > q_lo) {  // inside the interior, the run of q - 1 takes every output to its end
+        const int64_t end = std::min(q_hi, interior_end(x, r, q - 1));
+        if (end >= q) {
+          runs.back().q_count += end - q + 1;
+          q = end;
+          continue;
+        }
+      }
       const int64_t o = q * x.stride + r - x.pad_begin;
       const AxisTaps t = axis_taps(x, o);
       if (!runs.empty()) {
