@@ -1,7 +1,7 @@
 // The gemm_x family (see runtime/plan_gemm_x.cpp): NCX, K == s, no pads. A register block is V input
 // vectors (ur_w along x, or rows_per_block rows of one vector) x the block's output channels x the kernel
 // positions; per input channel V vector loads, one broadcast per (channel, position), V FMAs each (a wide
-// block of more than 3 vectors: the FMAs read the vectors, emit_wide_step). With
+// block of more than 3 vectors takes the three input registers in turn: emit_wide_step). With
 // bf16 pairs (Plan::ic_pairs) a step is two input channels: each vector's two rows are loaded into the
 // halves of a register and interleaved (vpermw), each broadcast holds the pair's two weights, and
 // vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
@@ -248,7 +248,7 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single
 // free), then each vector loaded into one of the input registers in turn and used by every column (f32,
 // one column: read by its FMA).
 void GemmXGenerator::emit_wide_step(const std::vector<Vec>& vs, int k) {
-  if (pairs() || columns() > 5) throw std::logic_error("gemm_x: a wide block without bf16 pairs, 5 columns at most");
+  if (pairs() || columns() > 5) throw std::logic_error("gemm_x: wide blocks take no bf16 pairs, 5 columns at most");
   auto bcast = [](int c) { return Zmm(27 + c); };
   for (int c = 0; c < columns(); ++c) vbroadcastss(bcast(c), ptr[r_w + (k * columns() + c) * kFloat]);
   for (size_t v = 0; v < vs.size(); ++v) {

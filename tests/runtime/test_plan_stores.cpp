@@ -86,8 +86,9 @@ TEST(PlanStores, NcxDepthwiseRowsStoreNonTemporallyFromSixtyFourMegabytes) {
 }
 
 // Where each output byte carries 4+ FLOPs on AVX-512 (then from 16 MB, now 8 MiB in f32): holdout s113 ho33
-// (16 -> 96, 1-D, kernel 8 at stride 4: 16 FLOPs per byte, 22 + 1 MB) 1.13x. Not on AVX2 (0.92-1.05x), nor for memory-bound layers
-// the caches keep between runs (s97 ho05, a 1x1 depthwise scale over 9 + 9 MB, 0.5 FLOPs per byte: 0.74x).
+// (16 -> 96, 1-D, kernel 8 at stride 4: 16 FLOPs per byte, 22 + 1 MB) 1.13x. Not on AVX2 (0.92-1.05x), nor for
+// memory-bound layers the caches keep between runs (s97 ho05, a 1x1 depthwise scale over 9 + 9 MB, 0.5 FLOPs
+// per byte: 0.74x).
 TEST(PlanStores, DenseArithmeticOnAvx512Only) {
   const DeconvTester ho33 = DeconvTester().rank(1).batch(4).channels(16, 96).input({3601}).kernel({8}).stride({4})
                                 .pads({2}, {2}).layout(DataFormat::NXC);
