@@ -12,17 +12,15 @@ namespace deconvjit::detail {
 namespace {
 
 // The inputs [lo, hi] that output o's phase taps reach before any clipping to the input row; false when
-// the phase has no taps. (The phase test and the first tap are those of schedule.cpp's axis_taps.)
+// the phase has no taps. (The phase's first tap is axis_taps's: phase_first_tap.)
 bool full_tap_range(const Axis& x, int64_t o, int64_t& lo, int64_t& hi) {
   const int64_t shifted = o + x.pad_begin;
   const int64_t r = shifted - floor_div(shifted, x.stride) * x.stride;
-  for (int64_t k = 0; k < x.tap_k_step && k < x.kernel; ++k)
-    if ((k * x.dilation) % x.stride == r) {
-      hi = (shifted - k * x.dilation) / x.stride;  // exact: k is in o's phase
-      lo = hi - (x.kernel - 1 - k) / x.tap_k_step * x.tap_i_step;
-      return true;
-    }
-  return false;
+  const int64_t k = phase_first_tap(x, r);
+  if (k < 0) return false;
+  hi = (shifted - k * x.dilation) / x.stride;  // exact: k is in o's phase
+  lo = hi - (x.kernel - 1 - k) / x.tap_k_step * x.tap_i_step;
+  return true;
 }
 
 // Without a halo, a row's border pixels with a tap pattern of their own run in blocks of their own, a few

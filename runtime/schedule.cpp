@@ -25,9 +25,7 @@ std::vector<Run> batch_runs(const Axis& x, int64_t batch, int64_t x0, int64_t x1
 // where q is not in it. Planning walks every row (choose_edge_blocks); without this a row of 19150 outputs
 // (holdout s229 ho04) cost as many axis_taps calls per plan, and the tuner enumerates 400k plans of it.
 int64_t interior_end(const Axis& x, int64_t r, int64_t q) {
-  int64_t k0 = -1;
-  for (int64_t k = 0; k < x.tap_k_step && k < x.kernel && k0 < 0; ++k)
-    if ((k * x.dilation) % x.stride == r) k0 = k;
+  const int64_t k0 = phase_first_tap(x, r);
   if (k0 < 0) return q;
   const int64_t n_taps = (x.kernel - 1 - k0) / x.tap_k_step + 1;
   const int64_t d = (r - k0 * x.dilation) / x.stride;  // exact: input index of tap 0 is q + d
@@ -179,17 +177,18 @@ std::vector<RowPart> row_parts(const Plan& pl, std::vector<EdgeBlock>* edges, bo
 
 }  // namespace
 
+int64_t phase_first_tap(const Axis& a, int64_t r) {
+  for (int64_t k = 0; k < a.tap_k_step && k < a.kernel; ++k)
+    if ((k * a.dilation) % a.stride == r) return k;
+  return -1;
+}
+
 AxisTaps axis_taps(const Axis& a, int64_t o) {
   AxisTaps t;
   const int64_t shifted = o + a.pad_begin;
   const int64_t r = shifted - floor_div(shifted, a.stride) * a.stride;
   const int64_t q = (shifted - r) / a.stride;
-  int64_t k0 = -1;
-  for (int64_t k = 0; k < a.tap_k_step && k < a.kernel; ++k)
-    if ((k * a.dilation) % a.stride == r) {
-      k0 = k;
-      break;
-    }
+  const int64_t k0 = phase_first_tap(a, r);
   if (k0 < 0) return t;
   const int64_t n_taps = (a.kernel - 1 - k0) / a.tap_k_step + 1;
   const int64_t base = q + (r - k0 * a.dilation) / a.stride;  // input index of tap 0

@@ -40,6 +40,8 @@ struct Schedule {
 };
 
 AxisTaps axis_taps(const Axis& a, int64_t o);
+// The first kernel index of output phase r (0 <= r < stride), or -1 where the phase has no taps.
+int64_t phase_first_tap(const Axis& a, int64_t r);
 Schedule build_schedule(const Plan& plan);
 // The distinct border blocks that read the halo in the rows build_schedule makes (Plan::edges).
 std::vector<EdgeBlock> find_edge_blocks(const Plan& plan);
