@@ -5,7 +5,8 @@
 // bf16 pairs (Plan::ic_pairs) a step is two input channels: each vector's two rows are loaded into the
 // halves of a register and interleaved (vpermw), each broadcast holds the pair's two weights, and
 // vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
-// contiguous NCX output rows. Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function
+// contiguous NCX output rows; on AVX2 (8 lanes, 16 registers) vunpcklps/vunpckhps and vperm2f128 do that.
+// Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function
 // 0 computes a full row group and function 1 (when the height calls for it) the shorter last group of a
 // plane, or with x chunks (Plan::x_chunk, rows of one input row each) function 0 a full chunk and function
 // 1 the row's last. With a 1x1 kernel on x (stride 1) the vectors are stored as they are.
@@ -40,7 +41,7 @@ class GemmXGenerator : public Generator {
 
   EmittedCode run() {
     EmittedCode out;
-    set_io(pl_.dtype, true, pl_.ic_pairs, pl_.bf16_vcvt);
+    set_io(pl_.dtype, zmm(), pl_.ic_pairs, pl_.bf16_vcvt);
     const int kinds = pl_.has_tail() ? 2 : 1;
     const int64_t height = pl_.axes[1].in, rows = pl_.rows_per_block, chunk = pl_.x_chunk;
     // Variants: the full row group and the plane's last, shorter one; with x chunks (one row each), the
@@ -74,7 +75,7 @@ class GemmXGenerator : public Generator {
   int channels_ = 1;  // output channels of the block kind being emitted
   int rows_ = 1;      // input rows of the row group being emitted
   int64_t extent_ = 0;  // input pixels of each row a call covers (the row, or an x chunk)
-  Label l_index_, l_pairs_;
+  Label l_index_, l_pairs_, l_mask_;
 
   int64_t positions() const { return pl_.axes[0].kernel * pl_.axes[1].kernel * pl_.axes[2].kernel; }
   int columns() const { return static_cast<int>(channels_ * positions()); }
@@ -84,14 +85,22 @@ class GemmXGenerator : public Generator {
   int64_t row_out() const { return pl_.axes[2].out; }
   int64_t eb() const { return pl_.elem_bytes(); }  // one src or dst element (weights are f32)
 
-  Zmm acc(int v, int c) const { return Zmm(v * columns() + c); }
-  Zmm xvec(int v) const { return Zmm(24 + v); }
-  Zmm bvec(int c) const { return Zmm(27 + c % 2); }
+  // AVX-512: accumulators 0-23, input vectors 24-26, broadcasts 27-28, the store's tables 29-30 and its
+  // interleaved output 31. AVX2: accumulators 0-11, input vectors 12-14, the broadcast 15 (before it, in a
+  // step, the mask of a ragged load); at the store 12-13 hold the unpacked pair, 14 the output, 15 the
+  // stores' scratch.
+  bool zmm() const { return pl_.isa == Isa::avx512_core; }
+  Xmm vreg(int i) const { return zmm() ? Xmm(Zmm(i)) : Xmm(Ymm(i)); }
+  Xmm acc(int v, int c) const { return vreg(v * columns() + c); }
+  Xmm xvec(int v) const { return vreg((zmm() ? 24 : 12) + v); }
+  Xmm bvec(int c) const { return zmm() ? vreg(27 + c % 2) : vreg(15); }
+  Ymm load_mask() const { return Ymm(15); }
   Zmm idx(int half) const { return Zmm(29 + half); }
   Zmm pair_index() const { return Zmm(29); }  // bf16 pairs, during the reduction (the store reloads idx)
   bool pairs() const { return pl_.ic_pairs; }
   int64_t step_in() const { return (pairs() ? 2 : 1) * plane_in(); }  // source elements per step
-  Zmm temp() const { return Zmm(31); }
+  Xmm temp() const { return vreg(zmm() ? 31 : 14); }
+  Xmm store_scratch() const { return zmm() ? bvec(0) : Xmm(Ymm(15)); }
 
   static size_t code_bound(const Plan& pl);
   std::vector<std::vector<Vec>> blocks() const;
@@ -100,12 +109,13 @@ class GemmXGenerator : public Generator {
   void emit_ic_step(const std::vector<Vec>& vs, int k, bool single = false);
   void emit_wide_step(const std::vector<Vec>& vs, int k);
   void emit_loads(const std::vector<Vec>& vs, int k);
-  void emit_load(const Zmm& x, const Vec& vec, int k);
+  void emit_load(const Xmm& x, const Vec& vec, int k);
   void emit_pair_loads(const std::vector<Vec>& vs, int k, bool single);
   void emit_store(const std::vector<Vec>& vs);
   void emit_half_store(const Address& a, int first, int end);  // output positions [first, end) of temp()
   void emit_plain_store(const std::vector<Vec>& vs);
-  void emit_lanes_store(const Address& a, const Zmm& from, int first, int end);
+  void interleave(int half, const Xmm& even, const Xmm& odd);  // half of the pair's outputs into temp()
+  void emit_lanes_store(const Address& a, const Xmm& from, int first, int end);
   void emit_tables();
 };
 
@@ -207,11 +217,16 @@ void GemmXGenerator::emit_loads(const std::vector<Vec>& vs, int k) {
   for (size_t v = 0; v < vs.size(); ++v) emit_load(xvec(static_cast<int>(v)), vs[v], k);
 }
 
-void GemmXGenerator::emit_load(const Zmm& x, const Vec& vec, int k) {
+void GemmXGenerator::emit_load(const Xmm& x, const Vec& vec, int k) {
   const Address a = ptr[r_s + (k * plane_in() + vec.q0) * eb()];
   if (vec.lanes == pl_.lanes) {
     io16() ? load_io(x, a) : vmovups(x, a);
     return;
+  }
+  if (!zmm()) {  // AVX2: halves lane by lane, f32 under a mask from the table (lanes 0 .. lanes-1 set)
+    if (io16()) return load_io_lanes(x, a, 0, vec.lanes, k1);
+    vmovups(load_mask(), ptr[rip + l_mask_ + (pl_.lanes - vec.lanes) * kFloat]);
+    return vmaskmovps(x, load_mask(), a);
   }
   mov(r_tmp.cvt32(), (1u << vec.lanes) - 1);
   kmovw(k1, r_tmp.cvt32());
@@ -229,7 +244,7 @@ void GemmXGenerator::emit_ic_step(const std::vector<Vec>& vs, int k, bool single
   for (int c = 0; c < columns(); ++c) {
     // One vector: the weight feeds a single FMA, which reads it itself (an embedded broadcast; see
     // deconv_direct.cpp). nnunet3d_up320 NCX (rows of one vector) 0.64 -> 0.48 ms on Zen 4, 2 threads.
-    if (vs.size() == 1 && !pairs()) {
+    if (vs.size() == 1 && !pairs() && zmm()) {
       vfmadd231ps(acc(0, c), xvec(0), ptr_b[r_w + (k * columns() + c) * kFloat]);
       continue;
     }
@@ -258,7 +273,7 @@ void GemmXGenerator::emit_wide_step(const std::vector<Vec>& vs, int k) {
       vfmadd231ps(acc(m, 0), bcast(0), a);
       continue;
     }
-    const Zmm x = xvec(m % 3);
+    const Xmm x = xvec(m % 3);
     emit_load(x, vs[v], k);
     for (int c = 0; c < columns(); ++c) vfmadd231ps(acc(m, c), x, bcast(c));
   }
@@ -289,8 +304,10 @@ void GemmXGenerator::emit_plain_store(const std::vector<Vec>& vs) {
 // half's lanes belong to, under a mask when it is not the whole half.
 void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
   if (pl_.axes[2].stride == 1) return emit_plain_store(vs);
-  vmovups(idx(0), ptr[rip + l_index_]);
-  vmovups(idx(1), ptr[rip + l_index_ + 64]);
+  if (zmm()) {
+    vmovups(idx(0), ptr[rip + l_index_]);
+    vmovups(idx(1), ptr[rip + l_index_ + 64]);
+  }
   const int64_t ky_n = pl_.axes[1].kernel, kz_n = pl_.axes[0].kernel, out_h = pl_.axes[1].out;
   const int half_lanes = pl_.lanes / 2;
   for (size_t v = 0; v < vs.size(); ++v)
@@ -301,8 +318,7 @@ void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
           for (int half = 0; half < 2; ++half) {
             const int lo = half * half_lanes, hi = std::min(vs[v].lanes, lo + half_lanes);
             if (lo >= hi) continue;
-            vmovaps(temp(), idx(half));
-            vpermi2ps(temp(), acc(v, c0), acc(v, c0 + 1));
+            interleave(half, acc(v, c0), acc(v, c0 + 1));
             for (int a = lo; a < hi;) {  // lanes [a, b) lie in one input row
               const int64_t iy = (vs[v].q0 + a) / row_in(), ix = (vs[v].q0 + a) % row_in();
               const int b = static_cast<int>(std::min<int64_t>(hi, a + row_in() - ix));
@@ -316,17 +332,38 @@ void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
         }
 }
 
+// out[2l + kx] = acc_kx[l] for the input lanes of `half` (8 on AVX-512, 4 on AVX2). AVX2 unpacks the pair
+// once, at half 0, into registers 12-13 (lanes 0-1 | 4-5 and 2-3 | 6-7 interleaved), and each half takes
+// one 128-bit lane of each.
+void GemmXGenerator::interleave(int half, const Xmm& even, const Xmm& odd) {
+  if (zmm()) {
+    vmovaps(temp(), idx(half));
+    return vpermi2ps(Zmm(temp().getIdx()), Zmm(even.getIdx()), Zmm(odd.getIdx()));
+  }
+  const Ymm low(12), high(13);
+  if (half == 0) {
+    vunpcklps(low, Ymm(even.getIdx()), Ymm(odd.getIdx()));
+    vunpckhps(high, Ymm(even.getIdx()), Ymm(odd.getIdx()));
+  }
+  vperm2f128(Ymm(temp().getIdx()), low, high, half == 0 ? 0x20 : 0x31);
+}
+
 void GemmXGenerator::emit_half_store(const Address& a, int first, int end) { emit_lanes_store(a, temp(), first, end); }
 
-// Lanes [first, end) of `from` to a's lanes [first, end). 16-bit: rounded on the way out, with the
-// broadcast registers (free by now) as scratch.
-void GemmXGenerator::emit_lanes_store(const Address& a, const Zmm& from, int first, int end) {
+// Lanes [first, end) of `from` to a's lanes [first, end). 16-bit: rounded on the way out, with a broadcast
+// register (free by now) as scratch. AVX2 stores a partial vector by plain stores of its lanes.
+void GemmXGenerator::emit_lanes_store(const Address& a, const Xmm& from, int first, int end) {
   const bool whole = first == 0 && end == pl_.lanes;
-  if (whole) return io16() ? store_io(a, from, bvec(0)) : vmovups(a, from);
+  if (whole) return io16() ? store_io(a, from, store_scratch()) : vmovups(a, from);
+  if (!zmm()) {
+    const Ymm y(from.getIdx());
+    if (io16()) return store_io_lanes(a, y, first, end, k2, store_scratch());
+    return store_f32_lanes(a, y, first, end, store_scratch());
+  }
   mov(r_tmp.cvt32(), ((1u << end) - 1) & ~((1u << first) - 1));
   kmovw(k2, r_tmp.cvt32());
   if (io16())
-    store_io_lanes(a, from, first, end, k2, bvec(0));
+    store_io_lanes(a, from, first, end, k2, store_scratch());
   else
     vmovups(a | k2, from);
 }
@@ -337,6 +374,8 @@ void GemmXGenerator::emit_tables() {
   for (int i = 0; i < 32; ++i) dd(static_cast<uint32_t>((i % 2) * 16 + i / 2));
   L(l_pairs_);  // word 2j <- j (first channel), word 2j + 1 <- 16 + j (second)
   for (int j = 0; j < 16; ++j) dd(static_cast<uint32_t>(j) | static_cast<uint32_t>(16 + j) << 16);
+  L(l_mask_);  // AVX2: 8 set dwords, then 8 clear; read from (8 - lanes) dwords in
+  for (int j = 0; j < 16; ++j) dd(j < 8 ? 0xffffffffu : 0u);
 }
 
 size_t GemmXGenerator::code_bound(const Plan& pl) {

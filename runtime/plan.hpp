@@ -450,6 +450,7 @@ inline int64_t ic_steps(const Plan& pl) { return pl.ic_pairs ? (pl.ic_block + 1)
 // gemm_x: the calls (chunks) a row takes along x.
 inline int64_t x_chunks(const Plan& pl) { return pl.x_chunk ? (pl.axes[2].in + pl.x_chunk - 1) / pl.x_chunk : 1; }
 bool gemm_x_applies(const Problem& p, Isa isa);
+bool gemm_x_by_default(const Problem& p, Isa isa);  // where the default rules weigh gemm_x (applies, and measured)
 bool dot_applies(const Problem& p);  // few output and 8+ input channels per group: the dot family's shape
 bool gemm_x_preferred(const Problem& p);  // the default heuristic's choice where gemm_x applies
 bool gemm_x_streams_long_rows(const Problem& p);  // x chunks whose source passes a quarter of L2

@@ -251,7 +251,7 @@ bool col_x_preferred(const Problem& p, Isa isa) {
   // which gemm_x lacks (holdout s97 ho02, 192 -> 8 channels per group over rows of 17808: gemm_x against
   // col_x 0.71-0.72x in f32, 0.84-0.88x bf16, 0.97x f16). With 16-48 input channels gemm_x won 13 of 16
   // rows (0.70-1.35x; docs/data/gemm_x_chunks_zen4_2t.jsonl).
-  if (gemm_x_applies(p, isa) && !gemm_x_streams_long_rows(p)) return false;
+  if (gemm_x_by_default(p, isa) && !gemm_x_streams_long_rows(p)) return false;
   return !pairs || oc <= kDotMaxOc || channels <= 0.75;
 }
 

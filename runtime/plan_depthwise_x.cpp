@@ -138,7 +138,7 @@ bool dot_x_preferred(const Problem& p, Isa isa) {
   const bool no_permute = p.stride.back() == 1 && per_output <= 9;
   return p.out.back() >= 64 && x_taps <= 8 && (p.c_out == 1 || per_output <= 4 || no_permute) &&
          (!pairs || p.c_out * taps < 16) && dot_x_applies(p, isa) && x_vectors_whole(p, isa) &&
-         !(gemm_x_preferred(p) && gemm_x_applies(p, isa)) && !dot_copy_repays_on_avx2(p, isa, taps);
+         !(gemm_x_preferred(p) && gemm_x_by_default(p, isa)) && !dot_copy_repays_on_avx2(p, isa, taps);
 }
 
 namespace {

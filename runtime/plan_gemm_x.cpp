@@ -13,8 +13,12 @@
 namespace deconvjit::detail {
 namespace {
 
-// 24 accumulators leave room for the input vectors (up to 3) and two broadcasts, as in the row families.
+// AVX-512: 24 accumulators leave room for the input vectors (up to 3) and two broadcasts, as in the row
+// families. AVX2's 16 registers: 12 accumulators, 3 input vectors and one broadcast (which doubles as the
+// load mask of a ragged vector; at the store all four are the interleave's scratch).
 constexpr int kAccumulators = 24;
+int accumulators(Isa isa) { return isa == Isa::avx2 ? 12 : kAccumulators; }
+constexpr int kInputVectors = 3;
 
 // What one core's L2 holds comfortably next to the streams (1 MiB on the machines measured).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
@@ -182,7 +186,7 @@ bool gemm_x_streams_long_rows(const Problem& p) {
 }
 
 bool gemm_x_applies(const Problem& p, Isa isa) {
-  if (isa != Isa::avx512_core || p.data_format != DataFormat::NCX) return false;
+  if ((isa != Isa::avx512_core && isa != Isa::avx2) || p.data_format != DataFormat::NCX) return false;
   for (int i = 0; i < p.spatial_rank; ++i)
     if (p.kernel[i] != p.stride[i] || p.pads_begin[i] != 0 || p.dilation[i] != 1 ||
         p.out[i] != p.in[i] * p.stride[i])
@@ -195,15 +199,19 @@ bool gemm_x_applies(const Problem& p, Isa isa) {
   // accumulator per kernel position. Blocks along a row are unrolled, so longer rows run in chunks
   // (x_chunk). Input planes are stepped (up to 8 channels unrolled) and output planes addressed (up to
   // 24 channels per block) with 32-bit displacements.
-  return p.stride.back() <= 2 && positions <= kAccumulators &&
+  return p.stride.back() <= 2 && positions <= accumulators(isa) &&
          std::max(in_sp * 8, out_sp * kAccumulators) * 4 < (int64_t{1} << 31);
 }
 
+// Where the default rules consider gemm_x at all: AVX2's rules are not measured yet (a hint takes it).
+bool gemm_x_by_default(const Problem& p, Isa isa) { return isa == Isa::avx512_core && gemm_x_applies(p, isa); }
+
 // Blocks of more than three vectors along a row (the kernel's three input registers taken in turn): the
 // broadcast weights of every output column (channel x kernel position) stay in the five registers the
-// reduction leaves free, and the 24 accumulators bound the rest. Not with bf16 pairs (their own loads).
+// reduction leaves free, and the 24 accumulators bound the rest. Not with bf16 pairs (their own loads);
+// AVX-512 only (AVX2 has no five registers to spare).
 bool wide_possible(const Plan& pl, int64_t rows, int64_t columns) {
-  return !pl.ic_pairs && !pl.flat_plane && rows == 1 && columns <= 5;
+  return pl.isa == Isa::avx512_core && !pl.ic_pairs && !pl.flat_plane && rows == 1 && columns <= 5;
 }
 
 // A big source read plane by plane: a block of V vectors reads V lines of each input plane in turn, and
@@ -245,7 +253,8 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   check_hint(h.flat_plane != 1 || flat_ok, "gemm_x: flat_plane needs rows narrower than a vector, not a "
                                            "multiple of it, and planes of at most 48 vectors");
   pl.flat_plane = h.flat_plane >= 0 ? h.flat_plane == 1 : flat_ok;
-  const int64_t max_vectors = std::min<int64_t>(3, kAccumulators / positions);  // >= 1: gemm_x_applies
+  const int64_t accs = accumulators(pl.isa);
+  const int64_t max_vectors = std::min<int64_t>(kInputVectors, accs / positions);  // >= 1: gemm_x_applies
   int rows = pl.flat_plane ? static_cast<int>(ay.in)
              : row_vectors == 1 ? static_cast<int>(std::min(max_vectors, ay.in)) : 1;
   if (h.rows_per_block) {
@@ -257,17 +266,20 @@ void plan_gemm_x(Plan& pl, const Problem& p, const TuningHints& h) {
   const int64_t extent = pl.flat_plane ? plane_vectors : row_vectors;
   int u = static_cast<int>(std::min(row_vectors == 1 && !pl.flat_plane ? 1 : extent, max_vectors));
   if (const int wide = wide_block(pl, p, row_vectors, positions)) u = wide;
+  if (h.oc_vectors > 0)  // the vectors that many channels leave room for (unless ur_w says otherwise)
+    u = static_cast<int>(std::clamp<int64_t>(accs / (positions * h.oc_vectors * (pl.flat_plane ? 1 : rows)), 1, u));
   if (h.ur_w) u = h.ur_w;
   const int64_t vectors = pl.flat_plane ? u : int64_t{u} * rows;
-  int cb = static_cast<int>(std::clamp<int64_t>(kAccumulators / (vectors * positions), 1, pl.oc_per_group));
+  int cb = static_cast<int>(std::clamp<int64_t>(accs / (vectors * positions), 1, pl.oc_per_group));
   if (h.oc_vectors) cb = h.oc_vectors;
   check_hint(cb <= pl.oc_per_group, "gemm_x: oc_vectors counts output channels, at most those of a group");
-  check_hint(cb >= 1 && vectors * positions * cb <= kAccumulators,
+  check_hint(cb >= 1 && vectors * positions * cb <= accs,
              "gemm_x: " + std::to_string(cb) + " output channels x " + std::to_string(positions) +
-                 " kernel positions x " + std::to_string(vectors) + " vectors exceed 24 accumulators");
-  check_hint(u >= 1 && (vectors <= 3 || wide_possible(pl, rows, positions * cb)),
-             "gemm_x holds at most 3 input vectors (ur_w), more only along one row (no flat_plane), without "
-             "bf16 pairs, and with at most 5 output channels x kernel positions");
+                 " kernel positions x " + std::to_string(vectors) + " vectors exceed " + std::to_string(accs) +
+                 " accumulators");
+  check_hint(u >= 1 && (vectors <= kInputVectors || wide_possible(pl, rows, positions * cb)),
+             "gemm_x holds at most 3 input vectors (ur_w), more only along one row (no flat_plane), "
+             "on AVX-512, without bf16 pairs, and with at most 5 output channels x kernel positions");
   pl.ur_w = u;
   pl.rows_per_block = rows;
   pl.oc_vectors = cb;

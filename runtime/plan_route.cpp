@@ -151,7 +151,7 @@ bool dot_x_chosen(const Problem& p, Isa isa, const TuningHints& h) {
 bool gemm_copies_wanted(const Problem& p, Isa isa) {
   const bool pairs = avx512_bf16_usable(p.dtype, isa);
   return folding_fills_lanes(p, vector_lanes(isa)) || p.stride.back() >= 32 ||
-         (!pairs && gemm_x_applies(p, isa) && gemm_x_lanes_wasted(p));
+         (!pairs && gemm_x_by_default(p, isa) && gemm_x_lanes_wasted(p));
 }
 
 // Where gemm runs on NCX data (gemm_copies_wanted), it can compute into the row buffer instead of the
@@ -252,7 +252,7 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
   if (by_default && one_to_one && family != Algorithm::depthwise) return LayoutPath::nxc;
   // gemm_x reads NCX in place where dot first copies the whole source to NXC (dbnet_head_up2, 64 -> 1
   // channels at 368x640, 2 threads: dot 6.4 ms, gemm_x 2.2).
-  const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_applies(p, isa) &&
+  const bool native_gemm = by_default && gemm_x_preferred(p) && gemm_x_by_default(p, isa) &&
                            (family != Algorithm::dot || family_neutral(h));
   if (h.algorithm == "col_x" || (family != Algorithm::depthwise && family_neutral(h) && col_x_preferred(p, isa))) {
     check_hint(h.layout.empty(), "algorithm col_x reads and writes NCX itself (no layout hint)");
@@ -294,9 +294,9 @@ LayoutPath choose_layout(const Problem& p, Isa isa, const TuningHints& h, Algori
     native = Algorithm::gemm_x;
     return LayoutPath::ncx_native;
   }
-  check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs AVX-512, NCX data, kernel == stride "
-                                      "on every axis with no pads, dilation or output padding, and "
-                                      "stride 1 or 2 on x");
+  check_hint(h.algorithm != "gemm_x", "algorithm gemm_x needs NCX data, kernel == stride "
+                                      "on every axis with no pads, dilation or output padding, "
+                                      "stride 1 or 2 on x, and at most 24 kernel positions (AVX2 12)");
   check_hint(h.algorithm != "depthwise_x", "algorithm depthwise_x needs NCX data, one channel per "
                                            "group, x dilation 1 and an x stride up to the vector "
                                            "lanes");
