@@ -4,6 +4,8 @@
 // planner honours, and every candidate's hints rebuild it exactly.
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <utility>
 #include <set>
 #include <string>
 #include <vector>
@@ -206,13 +208,39 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
 }  // namespace
 }  // namespace detail
 
-std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa, int threads) {
+std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa, int threads, double max_seconds,
+                                           bool* complete) {
+  const auto start = std::chrono::steady_clock::now();
   isa = resolve_isa(isa);
   if (threads <= 0) threads = tbb::this_task_arena::max_concurrency();
   std::vector<detail::Plan> plans;
   std::set<std::string> seen;
+  std::vector<TuningHints> tiles;
   for (const detail::Plan& s : detail::structures(p, isa))
-    for (const TuningHints& t : detail::tiles(p, isa, s)) detail::numeric(p, isa, t, seen, plans);
+    for (const TuningHints& t : detail::tiles(p, isa, s)) tiles.push_back(t);
+  bool reached_all = true;
+  if (max_seconds <= 0) {
+    for (const TuningHints& t : tiles) detail::numeric(p, isa, t, seen, plans);
+  } else {
+    // The tiles' own plans, then their numeric choices, the model's fastest tiles first.
+    std::vector<std::pair<double, size_t>> order;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      detail::Plan base;
+      if (!detail::try_plan(p, isa, tiles[i], base)) continue;
+      order.emplace_back(detail::model_ms(base, p, threads), i);
+      if (seen.insert(detail::hints_key_text(base.choices)).second) plans.push_back(std::move(base));
+    }
+    std::stable_sort(order.begin(), order.end());
+    const std::chrono::duration<double> limit(max_seconds);
+    for (const auto& [ms, i] : order) {
+      if (std::chrono::steady_clock::now() - start > limit) {
+        reached_all = false;
+        break;
+      }
+      detail::numeric(p, isa, tiles[i], seen, plans);
+    }
+  }
+  if (complete) *complete = reached_all;
   std::vector<PlanCandidate> out;
   out.reserve(plans.size());
   for (const detail::Plan& pl : plans) out.push_back({pl.name, pl.choices, detail::model_ms(pl, p, threads)});

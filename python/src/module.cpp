@@ -26,12 +26,12 @@ Kernel compile_kernel(py::handle desc, py::handle hints, py::handle isa) {
 }
 
 // The autotuner's plan space, best model estimate first: each entry's hints compile to its kernel.
-py::list plans(py::handle desc, py::handle isa, int threads) {
+py::list plans(py::handle desc, py::handle isa, int threads, double max_seconds) {
   const Problem p = resolve(descriptor_from(desc));
   std::vector<PlanCandidate> all;
   {
     py::gil_scoped_release no_gil;
-    all = enumerate_plans(p, isa_from(isa), threads);
+    all = enumerate_plans(p, isa_from(isa), threads, max_seconds);
   }
   py::list out;
   for (const PlanCandidate& c : all) {
@@ -89,8 +89,10 @@ PYBIND11_MODULE(deconvjit, m) {
         "Compiles (or finds in the caches) the kernel for `desc`. hints: a dict of TuningHints fields; isa: "
         "'avx2', 'avx512_core' or 'best' (a cap).");
   m.def("plans", &plans, py::arg("desc"), py::arg("isa") = py::none(), py::arg("threads") = 0,
+        py::arg("max_seconds") = 0.0,
         "Every candidate plan of `desc` as {kernel, hints, model_ms}, ranked by the cost model (as "
-        "`deconvjit plans`); compile(desc, hints=c['hints']) builds candidate c.");
+        "`deconvjit plans`); compile(desc, hints=c['hints']) builds candidate c. max_seconds > 0 bounds "
+        "the enumeration: every register tile's own plan, then numeric variants, the model's best first.");
   m.def("reference", &reference_result, py::arg("desc"), py::arg("x"), py::arg("w"),
         "The scalar oracle: accumulates in double, rounds to the output type. Slow.");
   m.def("peak", &peak, py::arg("min_time") = 0.25,

@@ -183,3 +183,12 @@ def test_plans_compile_to_their_kernels_and_match_the_reference():
         assert k.name == c["kernel"]
         assert k.plan["choices"] == c["hints"]
         np.testing.assert_allclose(k(x, w), want, rtol=1e-5, atol=1e-5)
+
+
+def test_plans_within_a_time_limit_are_some_of_the_full_space():
+    desc = {"src": [1, 8, 3, 4], "weights": [8, 12, 2, 2], "strides": [2, 2]}
+    every = {json.dumps(c["hints"], sort_keys=True) for c in deconvjit.plans(desc)}
+    cut = deconvjit.plans(desc, max_seconds=1e-9)
+    assert 0 < len(cut) < len(every)
+    assert all(json.dumps(c["hints"], sort_keys=True) in every for c in cut)
+    assert {c["hints"]["algorithm"] for c in cut} == {json.loads(h)["algorithm"] for h in every}

@@ -127,6 +127,43 @@ TEST_P(PlanSpace, EveryCandidateCompilesMatchesTheReferenceAndRoundTrips) {
     for (const char* f : {"depthwise_x", "gemm_x"}) EXPECT_TRUE(families.count(f)) << f;
 }
 
+// A time limit (the tuner's quarter of its budget): every register tile's own plan still comes, so every
+// family and layout route the full space has is there; past the limit the numeric variants stop, each plan
+// listed is one of the full space's, in the model's order; a limit never reached lists the full space.
+TEST_P(PlanSpace, ATimeLimitKeepsEveryFamilyAndRoute) {
+  const Isa isa = GetParam();
+  if (!isa_available(isa)) GTEST_SKIP() << "ISA " << to_string(isa) << " is not available on this CPU";
+  auto routes = [](const std::vector<PlanCandidate>& v) {
+    std::set<std::string> r;
+    for (const PlanCandidate& c : v) r.insert(c.hints.isa + "/" + c.hints.algorithm + "/" + c.hints.layout);
+    return r;
+  };
+  auto keys = [](const std::vector<PlanCandidate>& v) {
+    std::set<std::string> k;
+    for (const PlanCandidate& c : v) k.insert(to_json(c.hints));
+    return k;
+  };
+  for (const SpaceCase& c : space_cases()) {
+    SCOPED_TRACE(c.name);
+    const Problem p = resolve(c.t.descriptor());
+    bool complete = false;
+    const std::vector<PlanCandidate> all = enumerate_plans(p, isa, 2, 0, &complete);
+    EXPECT_TRUE(complete);
+    const std::vector<PlanCandidate> cut = enumerate_plans(p, isa, 2, 1e-9, &complete);
+    EXPECT_FALSE(complete);
+    EXPECT_LT(cut.size(), all.size());
+    EXPECT_EQ(routes(cut), routes(all));
+    const std::set<std::string> every = keys(all);
+    for (size_t i = 0; i < cut.size(); ++i) {
+      EXPECT_TRUE(every.count(to_json(cut[i].hints))) << to_json(cut[i].hints);
+      if (i > 0) EXPECT_LE(cut[i - 1].model_ms, cut[i].model_ms);
+    }
+    const std::vector<PlanCandidate> unhurried = enumerate_plans(p, isa, 2, 1e6, &complete);
+    EXPECT_TRUE(complete);
+    EXPECT_EQ(keys(unhurried), every);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, PlanSpace, ::testing::Values(Isa::avx2, Isa::avx512_core),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 

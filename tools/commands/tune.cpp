@@ -53,6 +53,7 @@ nlohmann::ordered_json result_json(const tune::TuneResult& r) {
   j["speedup"] = r.default_ms / r.tuned_ms;
   j["candidates"] = r.candidates;
   j["space"] = r.space;
+  j["space_complete"] = r.space_complete;
   j["rejected"] = r.rejected;
   j["seconds"] = r.seconds;
   return j;
@@ -92,9 +93,9 @@ int tune_all(const TuneArgs& a) {
       if (a.json) {
         std::cout << result_json(r).dump() << std::endl;
       } else {
-        std::printf("%-28s %8.4f ms -> %8.4f ms  x%.3f  %s  (%d of %d plans timed, %.1f s)\n", r.name.c_str(),
+        std::printf("%-28s %8.4f ms -> %8.4f ms  x%.3f  %s  (%d of %d plans timed%s, %.1f s)\n", r.name.c_str(),
                     r.default_ms, r.tuned_ms, r.default_ms / r.tuned_ms, r.kernel.c_str(), r.candidates, r.space,
-                    r.seconds);
+                    r.space_complete ? "" : "; enumeration cut at a quarter of the budget", r.seconds);
         std::fflush(stdout);
       }
     }

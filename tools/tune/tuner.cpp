@@ -19,11 +19,12 @@
 namespace deconvjit::tune {
 namespace {
 
-constexpr size_t kDistinctKernels = 10;  // stage 1: the model's best distinct kernels
-constexpr size_t kPerStructure = 4;      // stage 1: plus the best of up to 4 families/routes not yet in
-constexpr size_t kVariants = 5;          // stage 2: threading/blocking variants of each of the best two
-constexpr int64_t kSampleRows = 24;      // output rows the oracle computes to verify a candidate
-constexpr int64_t kSampleX = 512;        // output x per row beyond which rows are sampled too
+constexpr size_t kDistinctKernels = 10;      // stage 1: the model's best distinct kernels
+constexpr size_t kPerStructure = 4;          // stage 1: plus the best of up to 4 families/routes not yet in
+constexpr size_t kVariants = 5;              // stage 2: threading/blocking variants of each of the best two
+constexpr double kEnumerationShare = 0.25;   // of the budget, at most, for enumerating the plan space
+constexpr int64_t kSampleRows = 24;          // output rows the oracle computes to verify a candidate
+constexpr int64_t kSampleX = 512;            // output x per row beyond which rows are sampled too
 
 // The oracle on a sample of output rows: the first and last two (borders in y and z, every x border)
 // and rows spread between them. Whole layers can take minutes in the scalar reference.
@@ -138,7 +139,9 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
   s.result.name = name;
   const int threads = tbb::this_task_arena::max_concurrency();
   progress("plan space");
-  const std::vector<PlanCandidate> space = enumerate_plans(s.p, o.max_isa, threads);
+  // A quarter of the budget at most for the enumeration (the plans the model ranks first come first).
+  const std::vector<PlanCandidate> space =
+      enumerate_plans(s.p, o.max_isa, threads, budget_s * kEnumerationShare, &s.result.space_complete);
   s.result.space = static_cast<int>(space.size());
 
   // The heuristic's plan, timed in every stage: the gain is measured against it in the same run.

@@ -17,7 +17,8 @@ struct TuneResult {
   std::string kernel, default_kernel;
   double default_ms = 0, tuned_ms = 0;  // medians from one interleaved run
   int candidates = 0;                   // plans timed
-  int space = 0;                        // plans in the space
+  int space = 0;                        // plans in the space (enumerated)
+  bool space_complete = true;           // false: the enumeration stopped at its share of the budget
   int rejected = 0;                     // candidates that failed verification (a library bug)
   double seconds = 0;                   // wall time spent on the problem
 };
