@@ -15,8 +15,8 @@ namespace deconvjit::detail {
 bool nt_stores_possible(const Plan& pl) {
   const bool zmm = pl.isa == Isa::avx512_core, f32 = pl.dtype == DType::f32;
   // The row buffer's flush: a line's run of a channel's row (16 f32, 32 16-bit elements:
-  // transpose_block_avx512), each a whole line where the row starts one.
-  if (row_buffered(pl.layout)) return flush_in_tiles(pl) && pl.ic_blocks == 1;
+  // transpose_block_avx512; AVX2 f32: transpose_block_nt), each a whole line where the row starts one.
+  if (row_buffered(pl.layout)) return flush_in_lines(pl) && pl.ic_blocks == 1;
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
   if (x_vector_family(pl.algorithm))
     return zmm && f32 && pl.layout == LayoutPath::ncx_native && pl.dst_c % pl.lanes == 0 &&
@@ -76,7 +76,10 @@ namespace {
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
 // the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
 // handle well until it and the source outgrow them (24 MB, nt_store_bytes). From the row buffer's flush
-// (NCX rows of many channel planes), 4 MB as measured (choose_nt_stores).
+// (NCX rows of many channel planes), 4 MB as measured (choose_nt_stores); on AVX2 (f32, 16x8 tiles) too:
+// Zen 4, 2 threads, the 71 suite layers of 2+ MB through the row buffer, nt against plain: 1.01x below 8 MB
+// (0.97-1.07), 1.03x at 8-16, 1.04x at 16-64 (0.99-1.21: unetr_dec2, 56 MB), 1.06x above
+// (docs/data/nt_flush_avx2_zen4_2t.jsonl).
 // NCX rows of depthwise_x and dot_x (few FLOPs per byte, each call writing whole output rows in address
 // order) from 64 MB (and from 8 MB where the arithmetic is denser: nt_store_big). Zen 4, 2 threads, f32,
 // every suite and holdout row of these families from 2 MB, both ways (docs/data/nt_x_family_zen4_2t.txt):
@@ -145,9 +148,8 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
              "depthwise family in one reduction pass with output pixels a whole number of vectors apart (where a "
              "vector is half a line, f32 on AVX2 or 16-bit data on AVX-512: pixels whole lines apart and an even "
              "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x with output rows a whole "
-             "number of vectors long and an x stride dividing the lanes, or NCX on AVX-512 by the row buffer's "
-             "flush in one reduction pass with output "
-             "rows a whole number of cache lines long");
+             "number of vectors long and an x stride dividing the lanes, or NCX by the row buffer's flush (AVX2: "
+             "f32) in one reduction pass with output rows a whole number of cache lines long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool big = nt_store_big(pl, p);
   const bool wanted = row_buffered(pl.layout)

@@ -9,7 +9,8 @@
 namespace deconvjit::detail {
 namespace {
 
-__attribute__((target("avx"))) void tile8(const float* in, int64_t is, float* out, int64_t os) {
+// The 8x8 tile in registers: o[c] holds column c (rows 0-7).
+__attribute__((target("avx"))) inline void transpose8(const float* in, int64_t is, __m256 o[8]) {
   const __m256 r0 = _mm256_loadu_ps(in + 0 * is), r1 = _mm256_loadu_ps(in + 1 * is);
   const __m256 r2 = _mm256_loadu_ps(in + 2 * is), r3 = _mm256_loadu_ps(in + 3 * is);
   const __m256 r4 = _mm256_loadu_ps(in + 4 * is), r5 = _mm256_loadu_ps(in + 5 * is);
@@ -23,14 +24,38 @@ __attribute__((target("avx"))) void tile8(const float* in, int64_t is, float* ou
   const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
   const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
   const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  _mm256_storeu_ps(out + 0 * os, _mm256_permute2f128_ps(u0, u4, 0x20));
-  _mm256_storeu_ps(out + 1 * os, _mm256_permute2f128_ps(u1, u5, 0x20));
-  _mm256_storeu_ps(out + 2 * os, _mm256_permute2f128_ps(u2, u6, 0x20));
-  _mm256_storeu_ps(out + 3 * os, _mm256_permute2f128_ps(u3, u7, 0x20));
-  _mm256_storeu_ps(out + 4 * os, _mm256_permute2f128_ps(u0, u4, 0x31));
-  _mm256_storeu_ps(out + 5 * os, _mm256_permute2f128_ps(u1, u5, 0x31));
-  _mm256_storeu_ps(out + 6 * os, _mm256_permute2f128_ps(u2, u6, 0x31));
-  _mm256_storeu_ps(out + 7 * os, _mm256_permute2f128_ps(u3, u7, 0x31));
+  o[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  o[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  o[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  o[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+__attribute__((target("avx"))) void tile8(const float* in, int64_t is, float* out, int64_t os) {
+  __m256 o[8];
+  transpose8(in, is, o);
+  for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + c * os, o[c]);
+}
+
+// 16 rows of 8 columns: each column's 16 elements, one cache line where they start one, leave by two
+// non-temporal stores back to back (write-combined into one line), elsewhere by plain ones.
+__attribute__((target("avx"))) void tile16x8_nt(const float* in, int64_t is, float* out, int64_t os) {
+  __m256 lo[8], hi[8];
+  transpose8(in, is, lo);
+  transpose8(in + 8 * is, is, hi);
+  for (int c = 0; c < 8; ++c) {
+    float* o = out + c * os;
+    if (reinterpret_cast<uintptr_t>(o) % 64 == 0) {
+      _mm256_stream_ps(o, lo[c]);
+      _mm256_stream_ps(o + 8, hi[c]);
+    } else {
+      _mm256_storeu_ps(o, lo[c]);
+      _mm256_storeu_ps(o + 8, hi[c]);
+    }
+  }
 }
 
 // A ragged tile: nr rows of nc columns (each at most 8) through the same register transpose, with masked
@@ -85,6 +110,22 @@ void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_
       tile8_partial(in + rf * is + c, is, out + c * os + rf, os, rows - rf, std::min<int64_t>(8, cols - c));
   if (cols > cf)
     for (int64_t r = 0; r < rf; r += 8) tile8_partial(in + r * is + cf, is, out + cf * os + r, os, 8, cols - cf);
+}
+
+// The AVX2 row buffer's flush of rows of whole lines (Plan::nt_stores): tiles of 16 rows (a line of each
+// column) in the order of full_tiles; the ragged rest through transpose_block. The caller fences.
+void transpose_block_nt(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
+  const int64_t rf = rows / 16 * 16, cf = cols / 8 * 8;
+  if (rf == 0 || cf == 0) return transpose_block(in, is, out, os, rows, cols);
+  if (os > is) {
+    for (int64_t c = 0; c < cf; c += 8)
+      for (int64_t r = 0; r < rf; r += 16) tile16x8_nt(in + r * is + c, is, out + c * os + r, os);
+  } else {
+    for (int64_t r = 0; r < rf; r += 16)
+      for (int64_t c = 0; c < cf; c += 8) tile16x8_nt(in + r * is + c, is, out + c * os + r, os);
+  }
+  if (rows > rf) transpose_block(in + rf * is, is, out + rf, os, rows - rf, cols);
+  if (cols > cf) transpose_block(in + cf, is, out + cf * os, os, rf, cols - cf);
 }
 
 // 16-bit elements (bf16, f16) move as bits: 8x8 tiles through three rounds of interleaving (SSE2), the
