@@ -73,14 +73,6 @@ Task decompose(const Plan& pl, const RowGeometry& geo, int64_t parts, int64_t t)
   return k;
 }
 
-// The AVX2 flush's non-temporal stores are for f32 only (flush_in_lines): 16-bit rows never ask for them.
-void flush_nt(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
-  transpose_block_nt(in, is, out, os, rows, cols);
-}
-void flush_nt(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int64_t rows, int64_t cols) {
-  transpose_block(in, is, out, os, rows, cols);
-}
-
 // Row buffer [image][x - x0][channel] -> NCX rows: each channel's run of x is written contiguously. With
 // whole pixels (gemm) a folded pixel is fold_stride output pixels of every channel.
 template <typename T>
@@ -103,7 +95,7 @@ void flush_row_buffer(const Plan& pl, const Problem& p, const Task& t, const Row
     if (flush_in_tiles(pl))
       transpose_block_avx512(from, pixel, to, out_sp, width, channels, pl.nt_stores);
     else if (pl.nt_stores)
-      flush_nt(from, pixel, to, out_sp, width, channels);
+      transpose_block_nt(from, pixel, to, out_sp, width, channels);
     else
       transpose_block(from, pixel, to, out_sp, width, channels);
   }

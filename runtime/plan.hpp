@@ -440,12 +440,9 @@ inline bool f16_grouped_widening(const Plan& pl) {
 inline bool flush_in_tiles(const Plan& pl) {
   return pl.isa == Isa::avx512_core && pl.row_outputs() * pl.elem_bytes() % 64 == 0;
 }
-// Whether the flush can write whole lines non-temporally (Plan::nt_stores): in AVX-512 tiles, or on AVX2
-// f32 rows of whole lines in tiles of 16 rows (transpose_block_nt).
-inline bool flush_in_lines(const Plan& pl) {
-  return flush_in_tiles(pl) ||
-         (pl.isa == Isa::avx2 && pl.dtype == DType::f32 && pl.row_outputs() * pl.elem_bytes() % 64 == 0);
-}
+// Whether the flush can write whole lines non-temporally (Plan::nt_stores): rows of whole lines, in
+// AVX-512 tiles or on AVX2 in tiles of a line's rows by 8 channels (transpose_block_nt).
+inline bool flush_in_lines(const Plan& pl) { return pl.row_outputs() * pl.elem_bytes() % 64 == 0; }
 void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h);
 // Whether the output (NXC rows: and the source) outgrows the caches by choose_nt_stores' bounds
 // (runtime/plan_stores.cpp); the cost model asks it too.

@@ -15,7 +15,7 @@ namespace deconvjit::detail {
 bool nt_stores_possible(const Plan& pl) {
   const bool zmm = pl.isa == Isa::avx512_core, f32 = pl.dtype == DType::f32;
   // The row buffer's flush: a line's run of a channel's row (16 f32, 32 16-bit elements:
-  // transpose_block_avx512; AVX2 f32: transpose_block_nt), each a whole line where the row starts one.
+  // transpose_block_avx512, or on AVX2 transpose_block_nt), each a whole line where the row starts one.
   if (row_buffered(pl.layout)) return flush_in_lines(pl) && pl.ic_blocks == 1;
   // depthwise_x and dot_x: vectors along NCX rows, channels a plane apart.
   if (x_vector_family(pl.algorithm))
@@ -148,8 +148,8 @@ void choose_nt_stores(Plan& pl, const Problem& p, const TuningHints& h) {
              "depthwise family in one reduction pass with output pixels a whole number of vectors apart (where a "
              "vector is half a line, f32 on AVX2 or 16-bit data on AVX-512: pixels whole lines apart and an even "
              "number of vectors per block), or f32 NCX on AVX-512 by depthwise_x or dot_x with output rows a whole "
-             "number of vectors long and an x stride dividing the lanes, or NCX by the row buffer's flush (AVX2: "
-             "f32) in one reduction pass with output rows a whole number of cache lines long");
+             "number of vectors long and an x stride dividing the lanes, or NCX by the row buffer's flush in one "
+             "reduction pass with output rows a whole number of cache lines long");
   const double dst_bytes = static_cast<double>(p.dst_elements() * pl.elem_bytes());
   const bool big = nt_store_big(pl, p);
   const bool wanted = row_buffered(pl.layout)

@@ -112,27 +112,35 @@ void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_
     for (int64_t r = 0; r < rf; r += 8) tile8_partial(in + r * is + cf, is, out + cf * os + r, os, 8, cols - cf);
 }
 
-// The AVX2 row buffer's flush of rows of whole lines (Plan::nt_stores): tiles of 16 rows (a line of each
-// column) in the order of full_tiles; the ragged rest through transpose_block. The caller fences.
-void transpose_block_nt(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
-  const int64_t rf = rows / 16 * 16, cf = cols / 8 * 8;
+// The AVX2 row buffer's flush of rows of whole lines (Plan::nt_stores): tiles of a line's rows (16 f32,
+// 32 16-bit elements) by 8 columns in the order of full_tiles; the ragged rest through transpose_block.
+// The caller fences.
+template <typename T, typename Tile>
+void lines_nt(const T* in, int64_t is, T* out, int64_t os, int64_t rows, int64_t cols, Tile tile) {
+  constexpr int64_t line = 64 / sizeof(T);
+  const int64_t rf = rows / line * line, cf = cols / 8 * 8;
   if (rf == 0 || cf == 0) return transpose_block(in, is, out, os, rows, cols);
   if (os > is) {
     for (int64_t c = 0; c < cf; c += 8)
-      for (int64_t r = 0; r < rf; r += 16) tile16x8_nt(in + r * is + c, is, out + c * os + r, os);
+      for (int64_t r = 0; r < rf; r += line) tile(in + r * is + c, is, out + c * os + r, os);
   } else {
-    for (int64_t r = 0; r < rf; r += 16)
-      for (int64_t c = 0; c < cf; c += 8) tile16x8_nt(in + r * is + c, is, out + c * os + r, os);
+    for (int64_t r = 0; r < rf; r += line)
+      for (int64_t c = 0; c < cf; c += 8) tile(in + r * is + c, is, out + c * os + r, os);
   }
   if (rows > rf) transpose_block(in + rf * is, is, out + rf, os, rows - rf, cols);
   if (cols > cf) transpose_block(in + cf, is, out + cf * os, os, rf, cols - cf);
+}
+
+void transpose_block_nt(const float* in, int64_t is, float* out, int64_t os, int64_t rows, int64_t cols) {
+  lines_nt(in, is, out, os, rows, cols, tile16x8_nt);
 }
 
 // 16-bit elements (bf16, f16) move as bits: 8x8 tiles through three rounds of interleaving (SSE2), the
 // tiles' order as above; ragged edges element by element.
 namespace {
 
-void tile8_u16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os) {
+// o[c] holds column c (rows 0-7).
+inline void transpose8_u16(const uint16_t* in, int64_t is, __m128i o[8]) {
   __m128i r[8], t[8], u[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i * is));
   for (int i = 0; i < 4; ++i) {  // pairs of rows, word by word
@@ -145,8 +153,26 @@ void tile8_u16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os) {
       u[4 * h + 2 * i + 1] = _mm_unpackhi_epi32(t[4 * h + i], t[4 * h + 2 + i]);
     }
   for (int j = 0; j < 4; ++j) {  // rows 0-3 and 4-7 of columns 2j and 2j + 1
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * j * os), _mm_unpacklo_epi64(u[j], u[4 + j]));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * j + 1) * os), _mm_unpackhi_epi64(u[j], u[4 + j]));
+    o[2 * j] = _mm_unpacklo_epi64(u[j], u[4 + j]);
+    o[2 * j + 1] = _mm_unpackhi_epi64(u[j], u[4 + j]);
+  }
+}
+
+void tile8_u16(const uint16_t* in, int64_t is, uint16_t* out, int64_t os) {
+  __m128i o[8];
+  transpose8_u16(in, is, o);
+  for (int c = 0; c < 8; ++c) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c * os), o[c]);
+}
+
+// 32 rows of 8 columns: each column's 32 elements (a line where they start one) by four non-temporal
+// 16-byte stores back to back, as tile16x8_nt does for f32.
+void tile32x8_u16_nt(const uint16_t* in, int64_t is, uint16_t* out, int64_t os) {
+  __m128i q[4][8];
+  for (int k = 0; k < 4; ++k) transpose8_u16(in + 8 * k * is, is, q[k]);
+  for (int c = 0; c < 8; ++c) {
+    auto* o = reinterpret_cast<__m128i*>(out + c * os);
+    const bool line = reinterpret_cast<uintptr_t>(o) % 64 == 0;
+    for (int k = 0; k < 4; ++k) line ? _mm_stream_si128(o + k, q[k][c]) : _mm_storeu_si128(o + k, q[k][c]);
   }
 }
 
@@ -160,6 +186,10 @@ void transpose_block(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, 
     for (int64_t r = rf; r < rows; ++r) out[c * os + r] = in[r * is + c];
   for (int64_t c = cf; c < cols; ++c)
     for (int64_t r = 0; r < rf; ++r) out[c * os + r] = in[r * is + c];
+}
+
+void transpose_block_nt(const uint16_t* in, int64_t is, uint16_t* out, int64_t os, int64_t rows, int64_t cols) {
+  lines_nt(in, is, out, os, rows, cols, tile32x8_u16_nt);
 }
 
 namespace {

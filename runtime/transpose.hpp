@@ -14,9 +14,11 @@ void transpose_block(const float* in, int64_t in_stride, float* out, int64_t out
                      int64_t cols);
 void transpose_block(const uint16_t* in, int64_t in_stride, uint16_t* out, int64_t out_stride, int64_t rows,
                      int64_t cols);
-// The f32 move with non-temporal stores of each column's whole lines (AVX2; rows where a line starts):
-// the caller fences them.
+// The moves with non-temporal stores of each column's whole lines (AVX2; where a line starts): the caller
+// fences them.
 void transpose_block_nt(const float* in, int64_t in_stride, float* out, int64_t out_stride, int64_t rows,
+                        int64_t cols);
+void transpose_block_nt(const uint16_t* in, int64_t in_stride, uint16_t* out, int64_t out_stride, int64_t rows,
                         int64_t cols);
 // The same moves in AVX-512 tiles (plans on AVX-512 only; 16-bit elements need AVX-512BW). With `nt`,
 // whole runs of a line (16 f32, 32 16-bit elements) that start a line leave by non-temporal stores: the
