@@ -223,7 +223,7 @@ void GemmXGenerator::emit_load(const Xmm& x, const Vec& vec, int k) {
     io16() ? load_io(x, a) : vmovups(x, a);
     return;
   }
-  if (!zmm()) {  // AVX2: halves lane by lane, f32 under a mask from the table (lanes 0 .. lanes-1 set)
+  if (!zmm()) {  // AVX2: 16-bit elements inserted one by one; f32 under a mask from the table (lanes 0 .. lanes-1)
     if (io16()) return load_io_lanes(x, a, 0, vec.lanes, k1);
     vmovups(load_mask(), ptr[rip + l_mask_ + (pl_.lanes - vec.lanes) * kFloat]);
     return vmaskmovps(x, load_mask(), a);
@@ -299,9 +299,9 @@ void GemmXGenerator::emit_plain_store(const std::vector<Vec>& vs) {
         }
 }
 
-// Per (vector, output channel, z and y position) the kx = 0 and kx = 1 sums interleave into 32 outputs,
-// out[2l + kx] = acc_kx[l], stored half a vector (8 input lanes) at a time: one store per input row the
-// half's lanes belong to, under a mask when it is not the whole half.
+// Per (vector, output channel, z and y position) the kx = 0 and kx = 1 sums interleave into twice the lanes
+// of outputs, out[2l + kx] = acc_kx[l], stored half a vector (8 input lanes on AVX-512, 4 on AVX2) at a
+// time: one store per input row the half's lanes belong to, of only its lanes when it is not the whole half.
 void GemmXGenerator::emit_store(const std::vector<Vec>& vs) {
   if (pl_.axes[2].stride == 1) return emit_plain_store(vs);
   if (zmm()) {

@@ -383,8 +383,8 @@ inline double lane_use(int64_t channels, int lanes) {
 // reduction pass (a later pass would read the sums back from memory), with pixels a whole number of vectors
 // apart; NCX: depthwise_x and dot_x, with output rows (so planes) a whole number of vectors long. Either way
 // each store block's vectors are whole vectors apart, so the block's first address decides whether all of
-// them are aligned. NCX through the row buffer: its flush, in any type, with rows of whole lines
-// (flush_in_tiles), each line-long run of a channel's row checked for alignment by itself.
+// them are aligned. NCX through the row buffer: its flush, in any type on either ISA, with rows of whole
+// lines (flush_in_lines), each line-long run of a channel's row checked for alignment by itself.
 bool nt_stores_possible(const Plan& pl);
 // f16 sources one element at a time cost a broadcast and a conversion (2 uops) per pixel and channel,
 // which narrow tiles (one vector of outputs: as many conversions as FMAs) cannot hide. With channels

@@ -25,7 +25,7 @@ std::string heuristic_rule(const std::string& field, const std::string& algorith
        "fill the ISA's vectors half again better as taps x channels (a fifth on NXC data, than gemm's "
        "folded x phases where gemm applies), over at least 256 input channels -> col. NCX: depthwise_x (any "
        "x stride up to the lanes; one that does not divide them leaves lanes idle, x_vector_span) / "
-       "gemm_x where they apply (gemm_x_preferred: K == s with the dot "
+       "gemm_x where they apply (AVX-512; AVX2 by hint; gemm_x_preferred: K == s with the dot "
        "family's shape, rows filling 9/10 of gemm_x's lanes, or 8+ input channels per group where gemm_x "
        "leaves at most 8 more lanes empty per output than the output channels' vectors do, 4 with 2-byte "
        "types: the row buffer's flush costs about that); dot_x "

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <utility>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <oneapi/tbb/task_arena.h>
@@ -87,6 +87,15 @@ int64_t block_extent(const Plan& pl) {
   }
 }
 
+// A plan's choices with the numeric ones (those numeric() enumerates) left to it: its register tile.
+TuningHints tile_of(TuningHints h) {
+  h.ic_unroll = h.x_split = h.oc_loop = h.channels_per_call = h.oc_chunk = h.row_chunk = 0;
+  // Fused x taps hold the taps' weights in registers, so a fused default would refuse the wider tiles;
+  // numeric() tries both wherever a tile allows them.
+  h.fuse_x_taps = -1;
+  return h;
+}
+
 // Register tiles that fit, over the family's own tile fields.
 std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
   TuningHints h = base.choices;
@@ -94,15 +103,13 @@ std::vector<TuningHints> tiles(const Problem& p, Isa isa, const Plan& base) {
   if (base.algorithm == Algorithm::col) return {h};
   const bool gemm_x = base.algorithm == Algorithm::gemm_x, col_x = base.algorithm == Algorithm::col_x;
   // (gemm_x and col_x count channels in oc_vectors, and input vectors in ur_w; gemm_x more than 3 only in wide
-  // blocks, 8 at most: 16 and 24 ran no faster)
+  // blocks, 8 at most: 16 and 24 ran no faster; on AVX2 3 vectors and 12 accumulators)
   const bool ymm = base.isa == Isa::avx2;  // (col_x there: 2 vectors, 12 accumulators)
-  const int max_ur = gemm_x ? 8 : col_x ? (ymm ? 2 : 4) : 32, max_nv = gemm_x ? 24 : col_x ? (ymm ? 12 : 28) : 8;
+  const int max_ur = gemm_x ? (ymm ? 3 : 8) : col_x ? (ymm ? 2 : 4) : 32;
+  const int max_nv = gemm_x ? (ymm ? 12 : 24) : col_x ? (ymm ? 12 : 28) : 8;
   const std::vector<int> rows = gemm_x ? std::vector<int>{1, 2, 3, static_cast<int>(base.axes[1].in)} : std::vector<int>{0};
   const std::vector<int> flat = gemm_x ? std::vector<int>{0, 1} : std::vector<int>{-1};
-  h.ic_unroll = h.x_split = h.oc_loop = h.channels_per_call = h.oc_chunk = h.row_chunk = 0;
-  // Fused x taps hold the taps' weights in registers, so a fused default would refuse the wider tiles;
-  // numeric() tries both wherever a tile allows them.
-  h.fuse_x_taps = -1;
+  h = tile_of(h);
   // AVX2 row tiles also with one or two of their weight vectors read by the FMAs (Plan::weight_regs), after
   // the tile that keeps them all (the cost model does not tell them apart: ties keep this order). Not where
   // the block has no more vectors than it would keep: the same code.
@@ -205,6 +212,16 @@ void numeric(const Problem& p, Isa isa, const TuningHints& tile, std::set<std::s
                   }
 }
 
+// The candidates of `plans`, the model's fastest first (ties in the order reached).
+std::vector<PlanCandidate> ranked(const std::vector<Plan>& plans, const Problem& p, int threads) {
+  std::vector<PlanCandidate> out;
+  out.reserve(plans.size());
+  for (const Plan& pl : plans) out.push_back({pl.name, pl.choices, model_ms(pl, p, threads)});
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PlanCandidate& a, const PlanCandidate& b) { return a.model_ms < b.model_ms; });
+  return out;
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -218,35 +235,34 @@ std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa, int thread
   std::vector<TuningHints> tiles;
   for (const detail::Plan& s : detail::structures(p, isa))
     for (const TuningHints& t : detail::tiles(p, isa, s)) tiles.push_back(t);
+  // Tile after tile in the model's order of the tiles' own plans (with or without a time limit, so that a
+  // limit never reached lists the same plans in the same order); past the limit, the remaining tiles' own
+  // plans only.
+  std::vector<std::pair<double, size_t>> order;
+  std::vector<detail::Plan> own(tiles.size());
+  for (size_t i = 0; i < tiles.size(); ++i)
+    if (detail::try_plan(p, isa, tiles[i], own[i])) order.emplace_back(detail::model_ms(own[i], p, threads), i);
+  std::stable_sort(order.begin(), order.end());
+  const std::chrono::duration<double> limit(max_seconds);
   bool reached_all = true;
-  if (max_seconds <= 0) {
-    for (const TuningHints& t : tiles) detail::numeric(p, isa, t, seen, plans);
-  } else {
-    // The tiles' own plans, then their numeric choices, the model's fastest tiles first.
-    std::vector<std::pair<double, size_t>> order;
-    for (size_t i = 0; i < tiles.size(); ++i) {
-      detail::Plan base;
-      if (!detail::try_plan(p, isa, tiles[i], base)) continue;
-      order.emplace_back(detail::model_ms(base, p, threads), i);
-      if (seen.insert(detail::hints_key_text(base.choices)).second) plans.push_back(std::move(base));
-    }
-    std::stable_sort(order.begin(), order.end());
-    const std::chrono::duration<double> limit(max_seconds);
-    for (const auto& [ms, i] : order) {
-      if (std::chrono::steady_clock::now() - start > limit) {
-        reached_all = false;
-        break;
-      }
+  for (const auto& [ms, i] : order) {
+    reached_all = reached_all && (max_seconds <= 0 || std::chrono::steady_clock::now() - start <= limit);
+    if (reached_all)
       detail::numeric(p, isa, tiles[i], seen, plans);
-    }
+    else if (seen.insert(detail::hints_key_text(own[i].choices)).second)
+      plans.push_back(std::move(own[i]));
   }
   if (complete) *complete = reached_all;
-  std::vector<PlanCandidate> out;
-  out.reserve(plans.size());
-  for (const detail::Plan& pl : plans) out.push_back({pl.name, pl.choices, detail::model_ms(pl, p, threads)});
-  std::stable_sort(out.begin(), out.end(),
-                   [](const PlanCandidate& a, const PlanCandidate& b) { return a.model_ms < b.model_ms; });
-  return out;
+  return detail::ranked(plans, p, threads);
+}
+
+std::vector<PlanCandidate> enumerate_variants(const Problem& p, Isa isa, int threads, const TuningHints& hints) {
+  isa = resolve_isa(isa);
+  if (threads <= 0) threads = tbb::this_task_arena::max_concurrency();
+  std::vector<detail::Plan> plans;
+  std::set<std::string> seen;
+  detail::numeric(p, isa, detail::tile_of(hints), seen, plans);
+  return detail::ranked(plans, p, threads);
 }
 
 std::string plan_json(const Problem& p, Isa isa, const TuningHints& hints) {

@@ -312,12 +312,17 @@ struct PlanCandidate {
 // and the numeric choices (ic_unroll, x_split, ic_block, threading, and the families' own blocking) over a
 // ladder of values (docs/TUNING.md lists it). Sorted by model_ms, fastest first; `threads` 0 means the
 // default arena's concurrency.
-// `max_seconds` > 0 bounds the enumeration (a 1-D row of 19150 outputs has 422642 plans, 21 s of planning):
-// every register tile's own plan comes first (so every family, route and tile has its candidate), then
-// the numeric choices of tile after tile in the model's order of those plans until the time is spent.
-// `*complete` (if given) says whether every plan was reached.
+// Tiles are expanded into their numeric choices one after another in the model's order of each register
+// tile's own plan. `max_seconds` > 0 bounds that (a 1-D row of 19150 outputs has 422642 plans, 21 s of
+// planning): once it has passed (checked between tiles, so a little later), the remaining tiles add their
+// own plan only, so every family, route and tile keeps a candidate. `*complete` (if given) says whether
+// every tile was expanded.
 std::vector<PlanCandidate> enumerate_plans(const Problem& p, Isa isa = Isa::best, int threads = 0,
                                            double max_seconds = 0, bool* complete = nullptr);
+// The numeric variants (unrolling, splits, threading, blocking, store and copy switches) of the register
+// tile that `hints` name, as enumerate_plans lists them: for a candidate whose tile a time limit left
+// unexpanded.
+std::vector<PlanCandidate> enumerate_variants(const Problem& p, Isa isa, int threads, const TuningHints& hints);
 // The plan of `hints` as JSON (what Kernel::plan_text() prints), without compiling it. Throws like
 // compile() for hints the problem cannot honour.
 std::string plan_json(const Problem& p, Isa isa, const TuningHints& hints);

@@ -79,6 +79,25 @@ void every_shape_up_to_17() {
 TEST(TransposeBlock, EveryShapeUpTo17StaysInsideItsBlock) { every_shape_up_to_17<float>(); }
 TEST(TransposeBlock, SixteenBitElementsEveryShapeUpTo17StayInsideTheirBlock) { every_shape_up_to_17<uint16_t>(); }
 
+// The AVX2 movers with non-temporal stores of whole lines (the row buffer's flush): tiles of a line's rows
+// (16 f32, 32 16-bit) by 8 columns, each column's line streamed where it starts one, the ragged rows and
+// columns through transpose_block; two tiles each way and ragged edges of every size.
+TEST(TransposeBlock, LineTilesEveryShapeUpTo33StayInsideTheirBlock) {
+  every_shape_up_to<float>(33, {0, 8}, [](const float* in, int64_t is, float* out, int64_t os, int64_t rows,
+                                          int64_t cols) {
+    transpose_block_nt(in, is, out, os, rows, cols);
+    _mm_sfence();
+  });
+}
+
+TEST(TransposeBlock, SixteenBitLineTilesEveryShapeUpTo65StayInsideTheirBlock) {
+  every_shape_up_to<uint16_t>(65, {0, 8}, [](const uint16_t* in, int64_t is, uint16_t* out, int64_t os,
+                                             int64_t rows, int64_t cols) {
+    transpose_block_nt(in, is, out, os, rows, cols);
+    _mm_sfence();
+  });
+}
+
 // The AVX-512 movers: whole tiles (f32 16x16, 16-bit 32 rows x 16 columns), ragged columns under masks,
 // rows short of a tile through the 8x8 mover, two tiles each way (three rows of 16-bit tiles); with and
 // without non-temporal stores (taken where a column's run of a line starts one: rows 16 or 32 with a

@@ -18,7 +18,7 @@ struct FamilyCase {
   bool by_default;  // the default plan takes the family; otherwise h asks for it
 };
 
-// plan_of(tester, hints) -> detail::Plan, as the test file plans for AVX-512.
+// plan_of(tester, hints) -> detail::Plan, for the ISA the test file plans for.
 template <typename PlanOf>
 void expect_family_cases(const std::vector<FamilyCase>& cases, detail::Algorithm family, const PlanOf& plan_of) {
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -139,7 +139,7 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
   s.result.name = name;
   const int threads = tbb::this_task_arena::max_concurrency();
   progress("plan space");
-  // A quarter of the budget at most for the enumeration (the plans the model ranks first come first).
+  // About a quarter of the budget for the enumeration (the tiles the model ranks first are expanded first).
   const std::vector<PlanCandidate> space =
       enumerate_plans(s.p, o.max_isa, threads, budget_s * kEnumerationShare, &s.result.space_complete);
   s.result.space = static_cast<int>(space.size());
@@ -198,7 +198,10 @@ TuneResult tune_problem(const std::string& name, const Descriptor& d, const Opti
   for (size_t f = 1; f < finals.size() && f <= 2; ++f) {
     const std::string k = finals[f]->plan.kernel;
     size_t added = 0;
-    for (const PlanCandidate& c : space) {
+    // (a space cut short may not hold this kernel's variants: its tile's are enumerated now)
+    std::vector<PlanCandidate> variants;
+    if (!s.result.space_complete) variants = enumerate_variants(s.p, o.max_isa, threads, finals[f]->plan.hints);
+    for (const PlanCandidate& c : s.result.space_complete ? space : variants) {
       if (finals.size() + (pool.size() - base) >= n2 || added >= kVariants || bench::now_s() - t0 > budget_s * 0.75)
         break;
       if (c.kernel != k || timed.count(to_json(c.hints))) continue;
