@@ -6,10 +6,10 @@
 // halves of a register and interleaved (vpermw), each broadcast holds the pair's two weights, and
 // vdpbf16ps does twice the FMA's work. The store interleaves the two x phases (vpermi2ps) into
 // contiguous NCX output rows; on AVX2 (8 lanes, 16 registers) vunpcklps/vunpckhps and vperm2f128 do that.
-// Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function
-// 0 computes a full row group and function 1 (when the height calls for it) the shorter last group of a
-// plane, or with x chunks (Plan::x_chunk, rows of one input row each) function 0 a full chunk and function
-// 1 the row's last. With a 1x1 kernel on x (stride 1) the vectors are stored as they are.
+// Kind 0 holds Plan::main's channels, kind 1 Plan::last's; per kind, function 0 computes a full row group
+// and function 1 (when the height calls for it) the shorter last group of a plane, or with x chunks
+// (Plan::x_chunk, rows of one input row each) function 0 a full chunk and function 1 the row's last. With a
+// 1x1 kernel on x (stride 1) the vectors are stored as they are.
 #include <algorithm>
 #include <stdexcept>
 #include <vector>

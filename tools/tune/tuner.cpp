@@ -22,7 +22,7 @@ namespace {
 constexpr size_t kDistinctKernels = 10;      // stage 1: the model's best distinct kernels
 constexpr size_t kPerStructure = 4;          // stage 1: plus the best of up to 4 families/routes not yet in
 constexpr size_t kVariants = 5;              // stage 2: threading/blocking variants of each of the best two
-constexpr double kEnumerationShare = 0.25;   // of the budget, at most, for enumerating the plan space
+constexpr double kEnumerationShare = 0.25;   // of the budget, about, for enumerating the plan space
 constexpr int64_t kSampleRows = 24;          // output rows the oracle computes to verify a candidate
 constexpr int64_t kSampleX = 512;            // output x per row beyond which rows are sampled too
 
