@@ -76,10 +76,10 @@ namespace {
 // first reads its line into the caches (the write-allocate), so an output the caches cannot keep crosses
 // the memory bus twice; a non-temporal one writes it once. NXC data is one write stream, which the caches
 // handle well until it and the source outgrow them (24 MB, nt_store_bytes). From the row buffer's flush
-// (NCX rows of many channel planes), 4 MB as measured (choose_nt_stores); on AVX2 (f32, 16x8 tiles) too:
-// Zen 4, 2 threads, the 71 suite layers of 2+ MB through the row buffer, nt against plain: 1.01x below 8 MB
-// (0.97-1.07), 1.03x at 8-16, 1.04x at 16-64 (0.99-1.21: unetr_dec2, 56 MB), 1.06x above
-// (docs/data/nt_flush_avx2_zen4_2t.jsonl).
+// (NCX rows of many channel planes), 4 MB as measured (choose_nt_stores); on AVX2 (tiles of a line's rows
+// by 8 channels) too: Zen 4, 2 threads, nt against plain, f32 on the 71 suite layers of 2+ MB through the row
+// buffer 1.01x below 8 MB (0.97-1.07), 1.03x at 8-16, 1.04x at 16-64 (0.99-1.21: unetr_dec2, 56 MB), 1.06x
+// above; bf16 and f16 on 60 layers of 1+ MB 1.027x and 1.029x (0.99-1.11) (docs/data/nt_flush_avx2_*).
 // NCX rows of depthwise_x and dot_x (few FLOPs per byte, each call writing whole output rows in address
 // order) from 64 MB (and from 8 MB where the arithmetic is denser: nt_store_big). Zen 4, 2 threads, f32,
 // every suite and holdout row of these families from 2 MB, both ways (docs/data/nt_x_family_zen4_2t.txt):
