@@ -89,14 +89,16 @@ bool degenerate(const In* in, int64_t is, Out* out, int64_t os, int64_t rows, in
 
 // Lines are finished on the side with the larger stride before the loop moves on: strides that are
 // multiples of 4 KiB (channel planes of 64x64, 128x128, ...) put every line of that side into one cache
-// set, so more than a few half-written lines in flight would thrash L1 and L2.
+// set, so more than a few half-written lines in flight would thrash L1 and L2. Tiles of `tile_rows` rows
+// (8, or a line's for transpose_block_nt) by 8 columns.
 template <typename In, typename Out, typename Tile>
-void full_tiles(const In* in, int64_t is, Out* out, int64_t os, int64_t rf, int64_t cf, Tile tile) {
+void full_tiles(const In* in, int64_t is, Out* out, int64_t os, int64_t rf, int64_t cf, Tile tile,
+                int64_t tile_rows = 8) {
   if (os > is) {
     for (int64_t c = 0; c < cf; c += 8)
-      for (int64_t r = 0; r < rf; r += 8) tile(in + r * is + c, is, out + c * os + r, os);
+      for (int64_t r = 0; r < rf; r += tile_rows) tile(in + r * is + c, is, out + c * os + r, os);
   } else {
-    for (int64_t r = 0; r < rf; r += 8)
+    for (int64_t r = 0; r < rf; r += tile_rows)
       for (int64_t c = 0; c < cf; c += 8) tile(in + r * is + c, is, out + c * os + r, os);
   }
 }
@@ -113,20 +115,14 @@ void transpose_block(const float* in, int64_t is, float* out, int64_t os, int64_
 }
 
 // The AVX2 row buffer's flush of rows of whole lines (Plan::nt_stores): tiles of a line's rows (16 f32,
-// 32 16-bit elements) by 8 columns in the order of full_tiles; the ragged rest through transpose_block.
-// The caller fences.
+// 32 16-bit elements) by 8 columns (full_tiles); the ragged rest through transpose_block. The caller
+// fences.
 template <typename T, typename Tile>
 void lines_nt(const T* in, int64_t is, T* out, int64_t os, int64_t rows, int64_t cols, Tile tile) {
   constexpr int64_t line = 64 / sizeof(T);
   const int64_t rf = rows / line * line, cf = cols / 8 * 8;
   if (rf == 0 || cf == 0) return transpose_block(in, is, out, os, rows, cols);
-  if (os > is) {
-    for (int64_t c = 0; c < cf; c += 8)
-      for (int64_t r = 0; r < rf; r += line) tile(in + r * is + c, is, out + c * os + r, os);
-  } else {
-    for (int64_t r = 0; r < rf; r += line)
-      for (int64_t c = 0; c < cf; c += 8) tile(in + r * is + c, is, out + c * os + r, os);
-  }
+  full_tiles(in, is, out, os, rf, cf, tile, line);
   if (rows > rf) transpose_block(in + rf * is, is, out + rf, os, rows - rf, cols);
   if (cols > cf) transpose_block(in + cf, is, out + cf * os, os, rf, cols - cf);
 }
